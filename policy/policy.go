@@ -1,0 +1,284 @@
+// Package policy holds the flush policies of the log: what a commit waits for
+// (nothing, the write, or the sync) and what the background flusher does on
+// each tick. A [Policy] is a small immutable value: it makes decisions from
+// the numbers package wal hands it in a [State], starts no goroutines and
+// does no I/O.
+//
+// The policies mirror settings people already know:
+//
+//	policy                      commit returns after     mirrors
+//	SyncEveryCommit             write + sync (shared)    InnoDB =1, appendfsync always, synchronous_commit=on, sync_binlog=1
+//	SyncEveryN(n)               write; every nth group syncs   sync_binlog=N
+//	SyncInterval(d)             write; sync every d      InnoDB =2
+//	SyncIntervalPostponed(d,m)  write, postponed up to m while a sync runs   appendfsync everysec
+//	BufferedInterval(d,w)       nothing (log buffer)     InnoDB =0
+//	AsyncCommit(d,b)            nothing (log buffer)     synchronous_commit=off, wal_writer_delay
+//	SyncNever()                 write; never synced      appendfsync no, sync_binlog=0
+//
+// Every constructor's doc says what a process crash and a power loss can
+// lose. The zero Policy is SyncEveryCommit.
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Wait is what a commit waits for before it returns.
+type Wait uint8
+
+const (
+	// WaitNone: the commit returns once its record is in the log buffer.
+	WaitNone Wait = iota
+	// WaitWrite: the commit returns once its record was written to the OS
+	// (page cache): it survives a process crash.
+	WaitWrite
+	// WaitSync: the commit returns once the sync covering its record
+	// returned: it survives a power loss.
+	WaitSync
+)
+
+// String returns "none", "write" or "sync".
+func (w Wait) String() string {
+	switch w {
+	case WaitNone:
+		return "none"
+	case WaitWrite:
+		return "write"
+	case WaitSync:
+		return "sync"
+	}
+	return fmt.Sprintf("Wait(%d)", uint8(w))
+}
+
+// Kind names a policy family.
+type Kind uint8
+
+// The policy families, one per row of the table in the package doc.
+const (
+	KindSyncEveryCommit Kind = iota
+	KindSyncEveryN
+	KindSyncInterval
+	KindSyncIntervalPostponed
+	KindBufferedInterval
+	KindAsyncCommit
+	KindSyncNever
+)
+
+var kindNames = [...]string{
+	KindSyncEveryCommit:       "sync-every-commit",
+	KindSyncEveryN:            "sync-every-n",
+	KindSyncInterval:          "sync-interval",
+	KindSyncIntervalPostponed: "sync-interval-postponed",
+	KindBufferedInterval:      "buffered-interval",
+	KindAsyncCommit:           "async-commit",
+	KindSyncNever:             "sync-never",
+}
+
+// String returns the family's name in lower-case-with-dashes, e.g.
+// "sync-every-commit".
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// ErrInvalid is matched (with errors.Is) by every error [Policy.Validate] and
+// the mirror constructors return.
+var ErrInvalid = errors.New("policy: invalid policy")
+
+// Policy is a flush policy. It is a comparable value, safe to copy and to use
+// from many goroutines. The zero value is [SyncEveryCommit]. Build one with a
+// constructor; package wal calls [Policy.Validate] in Open.
+type Policy struct {
+	kind        Kind
+	n           int           // SyncEveryN: groups per sync
+	interval    time.Duration // background sync period (interval, buffered, async: writer delay)
+	writeDelay  time.Duration // BufferedInterval: background write period
+	maxPostpone time.Duration // SyncIntervalPostponed: longest a write is postponed
+	flushAfter  int64         // AsyncCommit: sync early once this many bytes are unsynced
+}
+
+// Kind returns the policy's family.
+func (p Policy) Kind() Kind { return p.kind }
+
+// N returns the number of groups per sync of a [SyncEveryN] policy, 1 for
+// SyncEveryCommit, and 0 for the others.
+func (p Policy) N() int {
+	switch p.kind {
+	case KindSyncEveryCommit:
+		return 1
+	case KindSyncEveryN:
+		return p.n
+	}
+	return 0
+}
+
+// Interval returns the background sync period (the writer delay for
+// [AsyncCommit]), or 0 for policies without a background flusher.
+func (p Policy) Interval() time.Duration { return p.interval }
+
+// WriteDelay returns how often the background flusher writes the log buffer
+// under [BufferedInterval] and [AsyncCommit], or 0.
+func (p Policy) WriteDelay() time.Duration { return p.writeDelay }
+
+// MaxPostpone returns how long [SyncIntervalPostponed] may postpone a write
+// while a background sync runs, or 0.
+func (p Policy) MaxPostpone() time.Duration { return p.maxPostpone }
+
+// FlushAfter returns the unsynced byte count at which [AsyncCommit] syncs
+// before its writer delay has passed, or 0 (never early).
+func (p Policy) FlushAfter() int64 { return p.flushAfter }
+
+// String describes the policy with its parameters, e.g.
+// "sync-interval(1s)".
+func (p Policy) String() string {
+	switch p.kind {
+	case KindSyncEveryN:
+		return fmt.Sprintf("%s(%d)", p.kind, p.n)
+	case KindSyncInterval:
+		return fmt.Sprintf("%s(%s)", p.kind, p.interval)
+	case KindSyncIntervalPostponed:
+		return fmt.Sprintf("%s(%s,%s)", p.kind, p.interval, p.maxPostpone)
+	case KindBufferedInterval:
+		return fmt.Sprintf("%s(%s,%s)", p.kind, p.interval, p.writeDelay)
+	case KindAsyncCommit:
+		return fmt.Sprintf("%s(%s,%d)", p.kind, p.interval, p.flushAfter)
+	}
+	return p.kind.String()
+}
+
+// Validate reports whether the policy's parameters are usable. Its errors
+// match [ErrInvalid].
+func (p Policy) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrInvalid, p.kind, fmt.Sprintf(format, args...))
+	}
+	switch p.kind {
+	case KindSyncEveryCommit, KindSyncNever:
+		return nil
+	case KindSyncEveryN:
+		if p.n < 1 {
+			return bad("n = %d, want ≥ 1", p.n)
+		}
+	case KindSyncInterval, KindSyncIntervalPostponed, KindBufferedInterval, KindAsyncCommit:
+		if p.interval < time.Millisecond || p.interval > time.Hour {
+			return bad("interval %s, want 1ms..1h", p.interval)
+		}
+		if p.kind == KindSyncIntervalPostponed && (p.maxPostpone < 0 || p.maxPostpone > time.Hour) {
+			return bad("max postpone %s, want 0..1h", p.maxPostpone)
+		}
+		if p.kind == KindBufferedInterval && (p.writeDelay < time.Millisecond || p.writeDelay > p.interval) {
+			return bad("write delay %s, want 1ms..interval (%s)", p.writeDelay, p.interval)
+		}
+		if p.kind == KindAsyncCommit && p.flushAfter < 0 {
+			return bad("flush-after %d bytes, want ≥ 0", p.flushAfter)
+		}
+	default:
+		return bad("unknown kind")
+	}
+	return nil
+}
+
+// State is what package wal tells a policy when it asks for a decision. LSNs
+// are byte positions in the log; durations are measured on the monotonic
+// clock.
+type State struct {
+	AppendedLSN, WrittenLSN, SyncedLSN uint64
+	// GroupsSinceSync counts leader flushes since the last sync.
+	GroupsSinceSync int
+	// SyncInProgress reports that a background sync is running now.
+	SyncInProgress bool
+	// PostponedFor is how long appended bytes have waited for a write
+	// because a background sync was running (0 if none is postponed).
+	PostponedFor time.Duration
+	// SinceSyncStart is the time since the start of the last sync (or since
+	// Open if there was none).
+	SinceSyncStart time.Duration
+	// SinceWrite is the time since the last write (or since Open).
+	SinceWrite time.Duration
+}
+
+// Commit returns what a commit waits for under state s.
+func (p Policy) Commit(s State) Wait {
+	switch p.kind {
+	case KindSyncEveryCommit:
+		return WaitSync
+	case KindSyncEveryN, KindSyncInterval, KindSyncNever:
+		return WaitWrite
+	case KindSyncIntervalPostponed:
+		// Redis flushAppendOnlyFile: while a background fsync runs, the write
+		// is postponed (the commit is acknowledged from the buffer) until the
+		// postponement reaches maxPostpone; then it is written anyway.
+		if s.SyncInProgress && s.PostponedFor < p.maxPostpone {
+			return WaitNone
+		}
+		return WaitWrite
+	}
+	return WaitNone // BufferedInterval, AsyncCommit
+}
+
+// SyncGroup reports whether a leader's flush (one group) must also sync,
+// beyond what its committers wait for. Only [SyncEveryN] says yes on its own
+// (every nth group, counted like MySQL's sync_counter).
+func (p Policy) SyncGroup(s State) bool {
+	switch p.kind {
+	case KindSyncEveryCommit:
+		return true
+	case KindSyncEveryN:
+		return s.GroupsSinceSync+1 >= p.n
+	}
+	return false
+}
+
+// Tick returns how often the background flusher wakes, or 0 if the policy
+// needs no background flusher.
+func (p Policy) Tick() time.Duration {
+	switch p.kind {
+	case KindSyncInterval, KindAsyncCommit:
+		return p.interval
+	case KindSyncIntervalPostponed:
+		// Redis serverCron runs at hz=10; it retries postponed writes.
+		return min(p.interval, 100*time.Millisecond)
+	case KindBufferedInterval:
+		return p.writeDelay
+	}
+	return 0
+}
+
+// Action is what the background flusher does on one tick.
+type Action struct {
+	Write bool // write the log buffer to the OS
+	Sync  bool // sync what is written
+}
+
+// OnTick decides the background flusher's action under state s. A policy
+// never syncs when nothing is unsynced, so an idle log issues no syncs.
+func (p Policy) OnTick(s State) Action {
+	unwritten := s.AppendedLSN > s.WrittenLSN
+	unsynced := s.AppendedLSN > s.SyncedLSN
+	due := s.SinceSyncStart >= p.interval
+	switch p.kind {
+	case KindSyncInterval:
+		// InnoDB log_flusher under =2: at most one fsync per interval,
+		// timed from the start of the previous one.
+		return Action{Sync: due && s.WrittenLSN > s.SyncedLSN}
+	case KindSyncIntervalPostponed:
+		// Write postponed bytes once no sync runs; start a sync once a
+		// second unless one still runs.
+		return Action{
+			Write: unwritten && !s.SyncInProgress,
+			Sync:  due && unsynced && !s.SyncInProgress,
+		}
+	case KindBufferedInterval:
+		return Action{Write: unwritten, Sync: due && unsynced}
+	case KindAsyncCommit:
+		// PostgreSQL XLogBackgroundFlush: write everything; sync when the
+		// writer delay passed or flushAfter bytes are unsynced.
+		early := p.flushAfter > 0 && s.AppendedLSN-s.SyncedLSN >= uint64(p.flushAfter)
+		return Action{Write: unwritten, Sync: unsynced && (due || early)}
+	}
+	return Action{}
+}
