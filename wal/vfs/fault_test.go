@@ -1,0 +1,245 @@
+package vfs_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/durawal/durawal/wal/vfs"
+)
+
+// recorder is an Injector that remembers every Op it saw.
+type recorder struct{ ops []vfs.Op }
+
+func (r *recorder) MaybeError(op vfs.Op) error { r.ops = append(r.ops, op); return nil }
+
+func TestInjectReportsOps(t *testing.T) {
+	rec := &recorder{}
+	fsys := vfs.Inject(newMem(t), rec)
+	f, err := fsys.Create(dir + "/a")
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte("abcd"), 10)
+	require.NoError(t, err)
+	_, err = f.ReadAt(make([]byte, 2), 11)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(7))
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Close())
+	require.NoError(t, fsys.Rename(dir+"/a", dir+"/b"))
+	require.NoError(t, fsys.SyncDir(dir))
+
+	want := []vfs.Op{
+		{Kind: vfs.OpCreate, Path: dir + "/a", Index: 1},
+		{Kind: vfs.OpWrite, Path: dir + "/a", Offset: 10, Len: 4, Index: 2},
+		{Kind: vfs.OpRead, Path: dir + "/a", Offset: 11, Len: 2, Index: 3},
+		{Kind: vfs.OpTruncate, Path: dir + "/a", Offset: 7, Index: 4},
+		{Kind: vfs.OpSync, Path: dir + "/a", Index: 5},
+		{Kind: vfs.OpClose, Path: dir + "/a", Index: 6},
+		{Kind: vfs.OpRename, Path: dir + "/a", Index: 7},
+		{Kind: vfs.OpSyncDir, Path: dir, Index: 8},
+	}
+	assert.Equal(t, want, rec.ops)
+}
+
+func TestOpKindString(t *testing.T) {
+	assert.Equal(t, "write", vfs.OpWrite.String())
+	assert.Equal(t, "openreadwrite", vfs.OpOpenReadWrite.String())
+	assert.Equal(t, "close", vfs.OpClose.String())
+	assert.Equal(t, "OpKind(99)", vfs.OpKind(99).String())
+}
+
+func TestOnIndexFailsThatOpOnly(t *testing.T) {
+	m := newMem(t)
+	fsys := vfs.Inject(m, vfs.OnIndex(2, vfs.ErrInjected))
+	f, err := fsys.Create(dir + "/a") // op 1
+	require.NoError(t, err)
+	n, err := f.WriteAt([]byte("x"), 0) // op 2
+	require.ErrorIs(t, err, vfs.ErrInjected)
+	assert.Zero(t, n)
+	var pe *fs.PathError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "write", pe.Op)
+	assert.Equal(t, dir+"/a", pe.Path)
+	assert.Equal(t, "", readFile(t, m, dir+"/a"), "the failed write was skipped")
+	_, err = f.WriteAt([]byte("y"), 0) // op 3
+	require.NoError(t, err)
+}
+
+func TestOnKindFailsEveryOpOfThatKind(t *testing.T) {
+	m := newMem(t)
+	fsys := vfs.Inject(m, vfs.OnKind(vfs.OpSync, syscall.EIO))
+	f, err := fsys.Create(dir + "/a")
+	require.NoError(t, err)
+	for range 3 {
+		require.ErrorIs(t, f.Sync(), syscall.EIO)
+	}
+	require.NoError(t, fsys.SyncDir(dir))
+	assert.Zero(t, m.SyncCount(), "the syncs never reached the MemFS")
+}
+
+func TestNthFailsOnlyTheNthOfItsKind(t *testing.T) {
+	fsys := vfs.Inject(newMem(t), vfs.Nth(vfs.OpWrite, 3, syscall.EIO))
+	f, err := fsys.Create(dir + "/a")
+	require.NoError(t, err)
+	var errs []error
+	for i := range 5 {
+		require.NoError(t, f.Sync()) // other kinds do not count
+		_, err := f.WriteAt([]byte{'a' + byte(i)}, int64(i))
+		errs = append(errs, err)
+	}
+	assert.NoError(t, errs[0])
+	assert.NoError(t, errs[1])
+	assert.ErrorIs(t, errs[2], syscall.EIO)
+	assert.NoError(t, errs[3])
+	assert.NoError(t, errs[4])
+}
+
+func TestAnyAndCounted(t *testing.T) {
+	c := &vfs.Counter{}
+	boom := vfs.Counted(vfs.OnKind(vfs.OpRemove, vfs.ErrInjected))
+	fsys := vfs.Inject(newMem(t), vfs.Any(boom, c))
+	writeFile(t, fsys, dir+"/a", "x")
+	err := fsys.Remove(dir + "/a")
+	require.ErrorIs(t, err, vfs.ErrInjected)
+	assert.EqualValues(t, 1, boom.Fired())
+	assert.EqualValues(t, 1, c.Count(vfs.OpRemove), "Any asks every injector")
+	assert.EqualValues(t, 5, c.Total()) // create, write, sync, close, remove
+	_, err = fsys.List(dir)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, boom.Fired())
+}
+
+func TestPathErrorIsNotWrappedTwice(t *testing.T) {
+	pe := &fs.PathError{Op: "custom", Path: "p", Err: syscall.EIO}
+	fsys := vfs.Inject(newMem(t), vfs.OnKind(vfs.OpCreate, pe))
+	_, err := fsys.Create(dir + "/a")
+	assert.Same(t, pe, err)
+}
+
+func TestNoSpaceAfter(t *testing.T) {
+	m := newMem(t)
+	fsys := vfs.Inject(m, vfs.NoSpaceAfter(10))
+	f, err := fsys.Create(dir + "/a")
+	require.NoError(t, err)
+	n, err := f.WriteAt([]byte("123456"), 0)
+	require.NoError(t, err)
+	assert.Equal(t, 6, n)
+	n, err = f.WriteAt([]byte("abcdefgh"), 6)
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	assert.Equal(t, 4, n, "the bytes that fit are written")
+	assert.Equal(t, "123456abcd", readFile(t, m, dir+"/a"))
+	n, err = f.WriteAt([]byte("z"), 10)
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	assert.Zero(t, n)
+	g, err := fsys.Create(dir + "/b") // the limit is for the whole FS
+	require.NoError(t, err)
+	_, err = g.WriteAt([]byte("z"), 0)
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	require.NoError(t, f.Sync(), "syncs are unaffected")
+}
+
+func TestShortWriteOnNth(t *testing.T) {
+	m := newMem(t)
+	fsys := vfs.Inject(m, vfs.ShortWriteOnNth(2, 3, syscall.EIO))
+	f, err := fsys.Create(dir + "/a")
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte("first|"), 0)
+	require.NoError(t, err)
+	n, err := f.WriteAt([]byte("second"), 6)
+	require.ErrorIs(t, err, syscall.EIO)
+	assert.Equal(t, 3, n)
+	assert.Equal(t, "first|sec", readFile(t, m, dir+"/a"))
+
+	// With a nil error the short write still reports one.
+	fsys = vfs.Inject(m, vfs.ShortWriteOnNth(1, 2, nil))
+	g, err := fsys.OpenReadWrite(dir + "/a")
+	require.NoError(t, err)
+	n, err = g.WriteAt([]byte("XYZ"), 0)
+	require.ErrorIs(t, err, io.ErrShortWrite)
+	assert.Equal(t, 2, n)
+}
+
+func TestShortReadOnNth(t *testing.T) {
+	m := newMem(t)
+	writeFile(t, m, dir+"/a", "0123456789")
+	fsys := vfs.Inject(m, vfs.ShortReadOnNth(2, 4))
+	f, err := fsys.Open(dir + "/a")
+	require.NoError(t, err)
+	buf := make([]byte, 8)
+	n, err := f.ReadAt(buf, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 8, n)
+	clear(buf)
+	n, err = f.ReadAt(buf, 1)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	assert.Equal(t, 4, n)
+	assert.Equal(t, []byte("1234\x00\x00\x00\x00"), buf)
+	n, err = f.ReadAt(buf, 2)
+	require.NoError(t, err)
+	assert.Equal(t, 8, n)
+}
+
+func TestShortOpOnOtherKindsFails(t *testing.T) {
+	fsys := vfs.Inject(newMem(t), vfs.OnKind(vfs.OpCreate, &vfs.ShortOp{Keep: 1}))
+	_, err := fsys.Create(dir + "/a")
+	require.ErrorIs(t, err, vfs.ErrInjected)
+}
+
+func TestEINTRIsPassedThrough(t *testing.T) {
+	m := newMem(t)
+	fsys := vfs.Inject(m, vfs.Nth(vfs.OpSync, 1, syscall.EINTR))
+	f, err := fsys.Create(dir + "/a")
+	require.NoError(t, err)
+	require.ErrorIs(t, f.Sync(), syscall.EINTR, "Inject does not retry")
+	require.NoError(t, f.Sync())
+	assert.EqualValues(t, 1, m.SyncCount())
+}
+
+func TestInjectedCloseStillCloses(t *testing.T) {
+	fsys := vfs.Inject(newMem(t), vfs.OnKind(vfs.OpClose, syscall.EIO))
+	f, err := fsys.Create(dir + "/a")
+	require.NoError(t, err)
+	require.ErrorIs(t, f.Close(), syscall.EIO)
+	_, err = f.WriteAt([]byte("x"), 0)
+	require.ErrorIs(t, err, fs.ErrClosed)
+}
+
+func TestCounterOnOSCountsSyncs(t *testing.T) {
+	c := &vfs.Counter{}
+	fsys := vfs.Inject(vfs.OS(), c)
+	d := t.TempDir()
+	f, err := fsys.Create(filepath.Join(d, "a"))
+	require.NoError(t, err)
+	const syncs = 7
+	for i := range syncs {
+		_, err := f.WriteAt(bytes.Repeat([]byte{byte(i)}, 100), int64(i*100))
+		require.NoError(t, err)
+		require.NoError(t, f.Sync())
+	}
+	require.NoError(t, fsys.SyncDir(d))
+	require.NoError(t, f.Close())
+	assert.EqualValues(t, syncs, c.Count(vfs.OpSync))
+	assert.EqualValues(t, syncs, c.Count(vfs.OpWrite))
+	assert.EqualValues(t, 1, c.Count(vfs.OpSyncDir))
+	assert.EqualValues(t, 1, c.Count(vfs.OpCreate))
+	assert.Zero(t, c.Count(vfs.OpRead))
+	assert.Zero(t, c.Count(vfs.OpKind(0)))
+}
+
+func TestMemFSSyncFailurePassesThroughInject(t *testing.T) {
+	m := newMem(t)
+	fsys := vfs.Inject(m, &vfs.Counter{})
+	f, err := fsys.Create(dir + "/a")
+	require.NoError(t, err)
+	m.FailNextSync(syscall.EIO)
+	err = f.Sync()
+	require.ErrorIs(t, err, syscall.EIO)
+	require.False(t, errors.Is(err, vfs.ErrInjected))
+}
