@@ -541,8 +541,9 @@ func (f *memFile) Close() error {
 	return nil
 }
 
-// resize returns b cut or zero-extended to n bytes, always in a new array
-// when it grows so that older snapshots are never shared.
+// resize returns b cut or zero-extended to n bytes. A cut slice has its
+// capacity cut too, so growing it again zero-fills instead of exposing the
+// old bytes.
 func resize(b []byte, n int64) []byte {
 	if n <= int64(len(b)) {
 		return b[:n:n]
