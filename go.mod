@@ -3,7 +3,9 @@ module github.com/durawal/durawal
 go 1.26.0
 
 require (
-	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
-	golang.org/x/sys v0.50.0 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0
+	github.com/stretchr/testify v1.12.1
+	golang.org/x/sys v0.50.0
 )
+
+require go.yaml.in/yaml/v3 v3.0.5 // indirect
