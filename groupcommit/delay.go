@@ -1,0 +1,136 @@
+package groupcommit
+
+import (
+	"math/bits"
+	"runtime"
+	"time"
+)
+
+const (
+	// adaptFraction bounds the adaptive wait: flushEWMA / adaptFraction.
+	// About 10% of the flush time was measured too short to merge the
+	// cohorts; 25% merges them.
+	adaptFraction = 4
+	// adaptMinPaid is how many of the last 8 adaptive waits must have paid
+	// off for the next one to be taken; below it the leader only probes.
+	adaptMinPaid = 4
+	// adaptProbeEvery is how many skipped opportunities pass between probes
+	// while the adaptive wait is backed off.
+	adaptProbeEvery = 16
+	// adaptMaxSpins caps the spin by iterations as well as by time, so that a
+	// clock that does not move (testing/synctest) cannot trap a leader.
+	adaptMaxSpins = 1 << 14
+)
+
+// delayLocked applies Options.Delay in the configured Style before a syncing
+// flush. It is called and returns with q.mu held, releasing it while it
+// sleeps, and reports whether the Delay governed this group (the leader slept
+// or MaxBatch closed the group), in which case no adaptive wait follows.
+func (q *Queue) delayLocked() bool {
+	d := q.opts.Delay
+	if d <= 0 {
+		return false
+	}
+	if q.opts.Style == LeaderSleep {
+		// PostgreSQL MinimumActiveBackends(commit_siblings): count the others.
+		if q.active-1 < q.opts.MinActive {
+			return false
+		}
+		q.stats.DelaySleeps++
+		q.mu.Unlock()
+		q.sleep(d)
+		q.mu.Lock()
+		return true
+	}
+
+	// MySQL Commit_stage_manager::wait_count_or_timeout: slices of
+	// max(1µs, delay/10), stopping early at MaxBatch queued commits.
+	slice := max(time.Microsecond, d/10)
+	slept := false
+	for left := d; q.err == nil; {
+		if q.opts.MaxBatch > 0 && 1+len(q.waiters) >= q.opts.MaxBatch {
+			q.stats.TriggerCount++
+			break
+		}
+		if left <= 0 {
+			q.stats.TriggerTimeout++
+			break
+		}
+		s := min(slice, left)
+		if !slept {
+			slept = true
+			q.stats.DelaySleeps++
+		}
+		q.mu.Unlock()
+		q.sleep(s)
+		q.mu.Lock()
+		left -= s
+	}
+	return true
+}
+
+// sleep waits d on the leader's reusable timer, or until the queue fails.
+// Only the leader calls it.
+func (q *Queue) sleep(d time.Duration) {
+	if q.timer == nil {
+		q.timer = time.NewTimer(d)
+	} else {
+		q.timer.Reset(d)
+	}
+	select {
+	case <-q.timer.C:
+	case <-q.stop:
+		q.timer.Stop()
+	}
+}
+
+// adaptiveWaitLocked is the adaptive merge wait. When the previous flush
+// released n > 1 committers that have not all come back yet, the leader waits
+// for them (until n arrivals since that flush ended) for at most a quarter of
+// the average flush time, so that they join this group instead of waiting a
+// whole extra flush for the next one (the two-cohort effect). It waits only
+// while recent waits paid off; otherwise it probes now and then. It is called
+// and returns with q.mu held, releasing it while it waits.
+func (q *Queue) adaptiveWaitLocked() {
+	if q.opts.DisableAdaptiveWait || q.released < 2 || q.flushEWMA <= 0 || q.err != nil {
+		return
+	}
+	target := q.releaseMark + q.released
+	got := q.arrivals.Load()
+	if got >= target {
+		return // all back already: nobody to wait for
+	}
+	if bits.OnesCount8(q.adaptHistory) < adaptMinPaid {
+		if q.adaptSkipped++; q.adaptSkipped < adaptProbeEvery {
+			return
+		}
+	}
+	q.adaptSkipped = 0
+	q.stats.AdaptiveWaits++
+	bound := q.flushEWMA / adaptFraction
+	q.mu.Unlock()
+	end := q.spinUntil(target, bound)
+	q.mu.Lock()
+	paid := 2*(end-got) >= target-got // at least half of those awaited came
+	q.adaptHistory <<= 1
+	if paid {
+		q.adaptHistory |= 1
+		q.stats.AdaptiveMerges++
+	}
+}
+
+// spinUntil yields the processor until arrivals reach target, the queue
+// fails, or bound has passed, and returns the arrivals seen. It spins rather
+// than sleeping on a timer: the committers it waits for need the processor
+// to come back, and a Go timer under 1 ms can fire up to 1 ms late once the
+// process goes idle.
+func (q *Queue) spinUntil(target uint64, bound time.Duration) uint64 {
+	start := time.Now()
+	for i := 0; ; i++ {
+		n := q.arrivals.Load()
+		if n >= target || q.failed.Load() || i >= adaptMaxSpins || time.Since(start) >= bound {
+			return n
+		}
+		runtime.Gosched()
+	}
+}

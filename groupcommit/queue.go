@@ -1,0 +1,427 @@
+package groupcommit
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// FlushFunc performs one flush for a group: one write of everything appended
+// so far and, when need is [Synced] (or when the caller's policy decides so
+// itself), one sync. It returns the written and synced LSNs (exclusive end
+// byte positions) reached; synced ≤ written, and a synced value also counts
+// as written. A successful call must cover, at level need, every record
+// appended before it was called: a leader left uncovered calls it again.
+//
+// The queue calls it from one leader at a time, never concurrently, with no
+// lock of the queue held. A non-nil error is sticky: the queue hands it,
+// unchanged, to every member of the group and to every later [Queue.Wait], and
+// never calls FlushFunc again. The watermarks returned with an error are
+// still recorded.
+type FlushFunc func(need Level) (written, synced uint64, err error)
+
+// waiter states; a waiter leaves stateQueued exactly once per enqueueing, and
+// its wake channel receives exactly one signal when it does.
+const (
+	stateQueued uint8 = iota // in q.waiters, waiting for a flush
+	stateDone                // removed; err is its result (nil: covered)
+	stateLead                // removed; it is the next leader
+)
+
+// A waiter is a follower's place in the queue. Waiters are reused through
+// the queue's free list, so a follower allocates nothing in steady state.
+type waiter struct {
+	lsn   uint64
+	need  Level
+	state uint8         // guarded by q.mu
+	err   error         // result when state == stateDone; guarded by q.mu
+	wake  chan struct{} // capacity 1: signalled once when state leaves stateQueued
+	next  *waiter       // free-list link; guarded by q.mu
+}
+
+// Queue is a leader/follower group-commit queue on written/synced LSN
+// watermarks. Committers call [Queue.Wait] with the end LSN of a record they
+// have already appended; the first one not yet covered, with no flush in
+// flight, becomes the leader and runs the [FlushFunc] for everyone.
+//
+// A Queue is created by [New] (the zero value is not usable), is safe for
+// concurrent use, owns no goroutine and needs no closing; [Queue.Fail] ends
+// its use.
+type Queue struct {
+	flush FlushFunc
+	opts  Options
+
+	// stop is closed by the first failure (Fail or a flush error); it ends a
+	// leader's Delay early.
+	stop chan struct{}
+	// failed is set with stop, for a leader spinning in the adaptive wait.
+	failed atomic.Bool
+	// arrivals counts Waits that found their LSN not covered (each once). The
+	// adaptive wait reads it without the lock.
+	arrivals atomic.Uint64
+
+	mu sync.Mutex
+	// written and synced are the watermarks; they never go down, synced ≤ written.
+	written, synced uint64
+	// err is the sticky failure; once set it never changes.
+	err error
+	// flushing is true while a leader owns the flush: from the moment it is
+	// chosen, through its delay or adaptive wait and FlushFunc, until it
+	// records the result and hands leadership on.
+	flushing bool
+	// waiters are the queued followers in arrival order. Invariant: non-empty
+	// only while flushing.
+	waiters []*waiter
+	// queuedSynced is how many of waiters need Synced.
+	queuedSynced int
+	// active counts goroutines inside Wait (the LeaderSleep MinActive gate).
+	active int
+	// free is the free list of waiters.
+	free *waiter
+	// stats holds the counters; GroupSizeMean, Written, Synced, Active and
+	// FlushTime are filled in by Stats.
+	stats        Stats
+	groupSizeSum uint64
+
+	// The fields below are written under mu by the leader that finishes a
+	// flush and read under mu by the next leader.
+
+	// released is how many commits the last successful flush covered, and
+	// releaseMark the value of arrivals when it ended: those committers are
+	// expected back by arrivals = releaseMark + released.
+	released    uint64
+	releaseMark uint64
+	// flushEWMA is the moving average of Synced flush durations.
+	flushEWMA time.Duration
+	// adaptHistory holds the outcomes of the last 8 adaptive waits, one bit
+	// each, 1 = paid off; adaptSkipped counts opportunities skipped since.
+	adaptHistory uint8
+	adaptSkipped int
+
+	// timer is owned by the current leader, for Delay; created on first use.
+	timer *time.Timer
+}
+
+// New returns a Queue whose leaders call flush. It returns an error matching
+// [ErrInvalidOptions] if flush is nil or opts holds a negative value or an
+// unknown Style. New does no I/O and starts no goroutine.
+func New(flush FlushFunc, opts Options) (*Queue, error) {
+	if flush == nil {
+		return nil, errors.Join(ErrInvalidOptions, errors.New("groupcommit: nil FlushFunc"))
+	}
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	return &Queue{
+		flush:        flush,
+		opts:         opts,
+		stop:         make(chan struct{}),
+		adaptHistory: 0xff,
+	}, nil
+}
+
+// Wait returns nil once a finished flush (or [Queue.Advance]) has covered lsn
+// at level need: written ≥ lsn for [Written], synced ≥ lsn for [Synced], where
+// lsn is the exclusive end position of the caller's record, which must
+// already be appended (visible to the FlushFunc). A nil return never comes
+// before the FlushFunc call covering lsn has returned.
+//
+// If no flush is in flight, the caller becomes the leader: it may wait to
+// grow its group (Options.Delay and the adaptive merge wait), then calls the
+// FlushFunc once for everyone queued. Otherwise it waits as a follower.
+//
+// Wait returns the sticky error once the queue has failed ([Queue.Fail], or a
+// FlushFunc error), even for an lsn already covered, and [ErrInvalidLevel] for
+// a need other than Written or Synced. If ctx ends first, a follower returns
+// ctx.Err() at once (its record may still be flushed, and the group goes on);
+// a leader finishes its flush and returns its outcome. Wait is safe for
+// concurrent use and allocates nothing in steady state.
+func (q *Queue) Wait(ctx context.Context, lsn uint64, need Level) error {
+	if need != Written && need != Synced {
+		return ErrInvalidLevel
+	}
+	q.mu.Lock()
+	q.active++
+	leading, arrived := false, false
+	for {
+		if q.err != nil {
+			if leading {
+				q.flushing = false // failLocked has woken every waiter
+			}
+			return q.leaveLocked(q.err)
+		}
+		if q.coveredLocked(lsn, need) {
+			if leading {
+				q.passLeadLocked()
+			}
+			q.stats.Commits++
+			return q.leaveLocked(nil)
+		}
+		if !arrived {
+			arrived = true
+			q.arrivals.Add(1)
+		}
+		if leading || !q.flushing {
+			leading = true
+			q.flushing = true
+			q.leadLocked(need)
+			continue // re-check: covered, failed, or (a FlushFunc that fell short) lead again
+		}
+
+		// A follower: queue up and wait for the flush in flight.
+		w := q.getWaiterLocked(lsn, need)
+		q.mu.Unlock()
+		woken := false
+		select {
+		case <-w.wake:
+			woken = true
+		case <-ctx.Done():
+		}
+		q.mu.Lock()
+		if !woken && w.state != stateQueued {
+			<-w.wake // ctx ended as the signal came: it is buffered; take it
+		}
+		switch w.state {
+		case stateQueued: // ctx ended first; the group goes on without us
+			q.removeLocked(w)
+			q.putWaiterLocked(w)
+			return q.leaveLocked(ctx.Err())
+		case stateDone:
+			err := w.err
+			q.putWaiterLocked(w)
+			if err == nil {
+				q.stats.Commits++
+			}
+			return q.leaveLocked(err)
+		case stateLead:
+			q.putWaiterLocked(w)
+			if ctx.Err() != nil { // give leadership to the next in line
+				q.passLeadLocked()
+				return q.leaveLocked(ctx.Err())
+			}
+			leading = true
+		}
+	}
+}
+
+// leaveLocked ends a Wait: it unlocks q.mu and returns err.
+func (q *Queue) leaveLocked(err error) error {
+	q.active--
+	q.mu.Unlock()
+	return err
+}
+
+// coveredLocked reports whether the watermarks cover lsn at level need.
+func (q *Queue) coveredLocked(lsn uint64, need Level) bool {
+	if need == Synced {
+		return q.synced >= lsn
+	}
+	return q.written >= lsn
+}
+
+// leadLocked runs one flush as the leader: the group-forming wait, then the
+// FlushFunc with no lock held, then recording the result and waking the
+// covered followers. It is called and returns with q.mu held and q.flushing
+// set; it never calls the FlushFunc once q.err is set.
+func (q *Queue) leadLocked(need Level) {
+	syncing := need == Synced || q.queuedSynced > 0
+	if syncing {
+		if !q.delayLocked() {
+			q.adaptiveWaitLocked()
+		}
+	}
+	if q.err != nil {
+		return
+	}
+	if q.queuedSynced > 0 { // arrivals during the wait
+		need = Synced
+	}
+	q.mu.Unlock()
+	start := time.Now()
+	written, synced, err := q.flush(need)
+	took := time.Since(start)
+	q.mu.Lock()
+
+	q.stats.Groups++
+	if need == Synced {
+		q.stats.SyncGroups++
+		if q.flushEWMA == 0 {
+			q.flushEWMA = took
+		} else {
+			q.flushEWMA += (took - q.flushEWMA) / 8
+		}
+	}
+	q.advanceLocked(written, synced)
+	if err != nil {
+		q.failLocked(err)
+		return
+	}
+	n := 1 + q.wakeCoveredLocked() // the leader and the followers it covered
+	q.stats.recordGroup(n)
+	q.groupSizeSum += n
+	q.released = n
+	q.releaseMark = q.arrivals.Load()
+}
+
+// advanceLocked raises the watermarks; it never lowers them.
+func (q *Queue) advanceLocked(written, synced uint64) {
+	q.written = max(q.written, written, synced)
+	q.synced = max(q.synced, synced)
+}
+
+// wakeCoveredLocked wakes, with a nil result, every queued follower the
+// watermarks now cover, keeps the others queued in order, and returns how
+// many it woke.
+func (q *Queue) wakeCoveredLocked() uint64 {
+	var n uint64
+	kept := q.waiters[:0]
+	for _, w := range q.waiters {
+		if !q.coveredLocked(w.lsn, w.need) {
+			kept = append(kept, w)
+			continue
+		}
+		if w.need == Synced {
+			q.queuedSynced--
+		}
+		w.state, w.err = stateDone, nil
+		w.wake <- struct{}{}
+		n++
+	}
+	clear(q.waiters[len(kept):])
+	q.waiters = kept
+	return n
+}
+
+// passLeadLocked ends the current leader's turn: the first queued follower,
+// if any, becomes the next leader at once; otherwise no flush is in flight.
+func (q *Queue) passLeadLocked() {
+	if len(q.waiters) == 0 || q.err != nil {
+		q.flushing = false
+		return
+	}
+	w := q.waiters[0]
+	q.removeLocked(w)
+	w.state = stateLead
+	w.wake <- struct{}{}
+}
+
+// failLocked makes err sticky (the first failure wins) and wakes every queued
+// follower with it. A leader in flight keeps q.flushing until it returns.
+func (q *Queue) failLocked(err error) {
+	if q.err == nil {
+		q.err = err
+		q.failed.Store(true)
+		close(q.stop)
+	}
+	for _, w := range q.waiters {
+		w.state, w.err = stateDone, q.err
+		w.wake <- struct{}{}
+	}
+	clear(q.waiters)
+	q.waiters = q.waiters[:0]
+	q.queuedSynced = 0
+}
+
+// getWaiterLocked takes a waiter from the free list (or makes one), fills it
+// in and queues it.
+func (q *Queue) getWaiterLocked(lsn uint64, need Level) *waiter {
+	w := q.free
+	if w != nil {
+		q.free = w.next
+		w.next = nil
+	} else {
+		w = &waiter{wake: make(chan struct{}, 1)}
+	}
+	w.lsn, w.need, w.state, w.err = lsn, need, stateQueued, nil
+	q.waiters = append(q.waiters, w)
+	if need == Synced {
+		q.queuedSynced++
+	}
+	return w
+}
+
+// removeLocked takes a queued w out of q.waiters.
+func (q *Queue) removeLocked(w *waiter) {
+	for i, x := range q.waiters {
+		if x == w {
+			q.waiters = slices.Delete(q.waiters, i, i+1)
+			if w.need == Synced {
+				q.queuedSynced--
+			}
+			return
+		}
+	}
+}
+
+// putWaiterLocked returns w to the free list.
+func (q *Queue) putWaiterLocked(w *waiter) {
+	w.err = nil
+	w.next = q.free
+	q.free = w
+}
+
+// Advance reports progress made outside the queue, such as a background sync
+// by the log: it raises the written and synced watermarks (never lowers them;
+// synced also counts as written) and wakes the followers now covered. It does
+// not count a group. Advance is safe for concurrent use, including with a
+// FlushFunc in flight.
+func (q *Queue) Advance(written, synced uint64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.advanceLocked(written, synced)
+	if q.err == nil {
+		q.wakeCoveredLocked()
+	}
+}
+
+// Fail makes err sticky: every queued follower returns it at once, and every
+// later Wait returns it. The first failure wins (a later Fail, or a FlushFunc
+// error, is ignored). Fail does not wait for a flush in flight: that flush's
+// leader finishes its FlushFunc call, records the watermarks it returns, and
+// then returns the sticky error too; no FlushFunc call starts after Fail, and
+// a leader in its Delay or adaptive wait stops waiting at once. So every
+// waiter returns, and none hangs. Fail is safe for concurrent use; a nil err
+// is ignored.
+func (q *Queue) Fail(err error) {
+	if err == nil {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.failLocked(err)
+}
+
+// Err returns the sticky error, or nil while the queue has not failed.
+func (q *Queue) Err() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.err
+}
+
+// Stats returns a snapshot of the counters and watermarks. It takes the
+// queue's lock briefly and is safe at any time, without stopping committers.
+func (q *Queue) Stats() Stats {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	s := q.stats
+	if n := s.GroupSizeHistTotal(); n > 0 {
+		s.GroupSizeMean = float64(q.groupSizeSum) / float64(n)
+	}
+	s.Written, s.Synced = q.written, q.synced
+	s.Active = q.active
+	s.FlushTime = q.flushEWMA
+	return s
+}
+
+// GroupSizeHistTotal returns the number of successful groups counted in
+// GroupSizeHist.
+func (s *Stats) GroupSizeHistTotal() uint64 {
+	var n uint64
+	for _, c := range s.GroupSizeHist {
+		n += c
+	}
+	return n
+}
