@@ -1,0 +1,67 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+)
+
+// Sentinel errors. Match them with errors.Is; the returned errors usually wrap
+// one of these with context (segment, offset, cause).
+var (
+	// ErrClosed is returned by every call on a Log after Close.
+	ErrClosed = errors.New("wal: log closed")
+	// ErrEmptyRecord is returned for a nil or zero-length record.
+	ErrEmptyRecord = errors.New("wal: empty record")
+	// ErrRecordTooLarge is returned for a record above Options.MaxRecordSize;
+	// nothing is appended.
+	ErrRecordTooLarge = errors.New("wal: record too large")
+	// ErrCorrupt is matched by a *CorruptionError: Open found damage where
+	// the log promised valid data.
+	ErrCorrupt = errors.New("wal: corrupt log")
+	// ErrPoisoned is returned by every call after a write or sync failed: the
+	// log fails closed and never retries a sync (SEMANTICS §7.2).
+	ErrPoisoned = errors.New("wal: log poisoned by an earlier I/O failure")
+	// ErrDurabilityUnknown is returned to the commits of the group whose write
+	// or sync failed: their records may or may not be on disk, and must not be
+	// reported as committed. Such an error also matches ErrPoisoned.
+	ErrDurabilityUnknown = errors.New("wal: durability unknown")
+	// ErrNoSpace is returned by Append when no new segment could be created
+	// for lack of space within Options.NoSpaceTimeout. The log is not
+	// poisoned: no acknowledged record was put at risk, and Append works
+	// again once space is freed.
+	ErrNoSpace = errors.New("wal: no space for a new segment")
+	// ErrInvalidOptions is matched by every error Open returns for bad
+	// Options.
+	ErrInvalidOptions = errors.New("wal: invalid options")
+	// ErrForeignFile is returned by Open when the directory holds a file the
+	// log did not create.
+	ErrForeignFile = errors.New("wal: foreign file in log directory")
+	// ErrNotFound is returned by NewReader for an LSN below the first
+	// segment kept (removed by RemoveBefore) or above the appended LSN.
+	ErrNotFound = errors.New("wal: LSN not in the log")
+)
+
+// A CorruptionError describes a frame or segment header that failed
+// validation where the log promised valid data. It matches [ErrCorrupt].
+type CorruptionError struct {
+	Segment string // segment file base name, e.g. "00000000000000000000.wal"
+	Offset  int64  // byte offset of the damage within Segment
+	Reason  string // what failed, e.g. "checksum mismatch"
+}
+
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("wal: corrupt frame in %s at offset %d: %s", e.Segment, e.Offset, e.Reason)
+}
+
+// Unwrap returns ErrCorrupt.
+func (e *CorruptionError) Unwrap() error { return ErrCorrupt }
+
+// noSpace wraps ENOSPC and EDQUOT in ErrNoSpace and returns other errors as
+// they are.
+func noSpace(err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("%w: %w", ErrNoSpace, err)
+	}
+	return err
+}

@@ -1,0 +1,258 @@
+package wal
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/durawal/durawal/groupcommit"
+	"github.com/durawal/durawal/policy"
+)
+
+// flush is the groupcommit.FlushFunc: the leader of a group takes every frame
+// appended so far (swapping the log buffer halves, so appends continue),
+// writes them with one write per segment touched, and syncs if a member of
+// the group needs it or the policy says this group syncs (sync_binlog=N).
+// A write or sync failure poisons the log; the group gets an error matching
+// both ErrDurabilityUnknown and ErrPoisoned.
+func (l *Log) flush(need groupcommit.Level) (written, synced uint64, err error) {
+	if err := l.poisoned(); err != nil {
+		return l.written.Load(), l.synced.Load(), err
+	}
+	l.mu.Lock()
+	b := l.active
+	l.active = l.spareBuf
+	l.active.reset(l.next)
+	l.postponeStart, l.delayedSeen = time.Time{}, false
+	l.mu.Unlock()
+
+	if len(b.buf) > 0 {
+		err = l.writeBuffer(b)
+		l.groupsSinceSync.Add(1)
+	}
+	b.reset(0)
+	l.spareBuf = b
+	if err == nil && (need == groupcommit.Synced || l.pol.SyncGroup(policy.State{GroupsSinceSync: int(l.groupsSinceSync.Load()) - 1})) {
+		err = l.syncWritten()
+	}
+	if err != nil {
+		l.poison(err)
+		return l.written.Load(), l.synced.Load(), fmt.Errorf("%w: %w: %w", ErrDurabilityUnknown, ErrPoisoned, err)
+	}
+	return l.written.Load(), l.synced.Load(), nil
+}
+
+// writeBuffer writes b's frames to their segments, rolling segments at the
+// LSNs b records, and advances the written LSN.
+func (l *Log) writeBuffer(b *logBuffer) error {
+	data, lsn := b.buf, b.start
+	for _, r := range b.rolls {
+		n := int(r.lsn - lsn)
+		if err := l.writeAt(data[:n], lsn); err != nil {
+			return err
+		}
+		data, lsn = data[n:], r.lsn
+		if err := l.rollTo(r.seg); err != nil {
+			return err
+		}
+	}
+	return l.writeAt(data, lsn)
+}
+
+// writeAt writes frames p, which start at lsn, into the segment receiving
+// writes, and advances the written LSN.
+func (l *Log) writeAt(p []byte, lsn LSN) error {
+	if len(p) == 0 {
+		return nil
+	}
+	seg := l.writeSeg
+	start := time.Now()
+	n, err := seg.f.WriteAt(p, seg.offset(lsn))
+	l.stats.writeCalls.Add(1)
+	l.stats.bytesWritten.Add(uint64(n))
+	l.stats.writeTime.Add(int64(time.Since(start)))
+	if err == nil && n < len(p) {
+		err = fmt.Errorf("short write of %d of %d bytes", n, len(p))
+	}
+	if err != nil {
+		l.stats.writeErrors.Add(1)
+		return fmt.Errorf("writing %s at offset %d: %w", seg.path, seg.offset(lsn), err)
+	}
+	end := uint64(lsn) + uint64(len(p))
+	l.written.Store(end)
+	l.lastWrite.Store(int64(time.Since(l.opened)))
+	return nil
+}
+
+// rollTo finishes the segment receiving writes (synced before the next one
+// is used, as PostgreSQL's XLogWrite does) and installs next.
+func (l *Log) rollTo(next *segment) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	old := l.writeSeg
+	if err := l.syncTimed(old); err != nil {
+		return err
+	}
+	l.synced.Store(l.written.Load())
+	if err := l.installSegment(next, next.first); err != nil {
+		return fmt.Errorf("installing segment %s: %w", segmentName(next.first), err)
+	}
+	l.writeSeg = next
+	l.segsMu.Lock()
+	l.segFirsts = append(l.segFirsts, next.first)
+	l.segsMu.Unlock()
+	if err := old.f.Close(); err != nil {
+		return fmt.Errorf("closing %s: %w", old.path, err) // a close error may report a lost write
+	}
+	old.f = nil
+	l.stats.rolls.Add(1)
+	l.opts.Logger.Info("wal: rolled segment", "segment", segmentName(next.first))
+	return nil
+}
+
+// syncWritten syncs everything written so far and advances the synced LSN.
+// It returns nil at once if nothing written is unsynced.
+func (l *Log) syncWritten() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	target := l.written.Load()
+	if target <= l.synced.Load() {
+		return nil
+	}
+	if err := l.syncTimed(l.writeSeg); err != nil {
+		return err
+	}
+	l.synced.Store(target)
+	l.groupsSinceSync.Store(0)
+	return nil
+}
+
+// syncTimed syncs s, records the sync's timing, and applies the failure rule:
+// a failed sync is final unless Options.UnsafeRetrySync is set.
+func (l *Log) syncTimed(s *segment) error {
+	start := time.Now()
+	l.lastSyncStart.Store(int64(start.Sub(l.opened)))
+	l.stats.fsyncsPending.Add(1)
+	err := l.syncFile(s.f)
+	l.stats.fsyncsPending.Add(-1)
+	d := time.Since(start)
+	l.stats.fsyncTime.Add(int64(d))
+	for {
+		m := l.stats.fsyncMax.Load()
+		if int64(d) <= m || l.stats.fsyncMax.CompareAndSwap(m, int64(d)) {
+			break
+		}
+	}
+	if err != nil {
+		l.stats.fsyncErrors.Add(1)
+		if l.opts.UnsafeRetrySync {
+			// The fsyncgate mistake, on purpose: the retry may "succeed"
+			// although the kernel dropped the data the failed sync covered.
+			l.opts.Logger.Warn("wal: UNSAFE: retrying a failed sync", "segment", s.path, "err", err)
+			err = l.syncFile(s.f)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("syncing %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// stateLocked returns the numbers the policy decides from. l.mu is held.
+func (l *Log) stateLocked(now time.Time) policy.State {
+	since := int64(now.Sub(l.opened))
+	st := policy.State{
+		AppendedLSN:     uint64(l.next),
+		WrittenLSN:      l.written.Load(),
+		SyncedLSN:       l.synced.Load(),
+		GroupsSinceSync: int(l.groupsSinceSync.Load()),
+		SyncInProgress:  l.syncInProgress.Load(),
+		SinceSyncStart:  time.Duration(since - l.lastSyncStart.Load()),
+		SinceWrite:      time.Duration(since - l.lastWrite.Load()),
+	}
+	if !l.postponeStart.IsZero() {
+		st.PostponedFor = now.Sub(l.postponeStart)
+	}
+	return st
+}
+
+// runFlusher is the background flusher of interval and async policies: it
+// wakes every policy tick, or when the next sync is due (timed from the
+// start of the previous sync on the monotonic clock), and does what the
+// policy's OnTick says. It stops when Close closes l.stop, or when the log
+// is poisoned.
+func (l *Log) runFlusher() {
+	defer l.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-l.stop; cancel() }()
+	tick := l.pol.Tick()
+	timer := time.NewTimer(tick)
+	defer timer.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-timer.C:
+		}
+		if !l.flusherRound(ctx) {
+			return
+		}
+		timer.Reset(l.nextWake(tick))
+	}
+}
+
+// flusherRound does one tick's work; it returns false if the flusher must
+// stop.
+func (l *Log) flusherRound(ctx context.Context) bool {
+	for range 2 { // a second pass writes what a sync postponed (Redis everysec)
+		l.mu.Lock()
+		a := l.pol.OnTick(l.stateLocked(time.Now()))
+		target := l.next
+		l.mu.Unlock()
+		if !a.Write && !a.Sync {
+			return true
+		}
+		if a.Write {
+			if err := l.q.Wait(ctx, uint64(target), groupcommit.Written); err != nil {
+				return false
+			}
+		}
+		if a.Sync {
+			if err := l.backgroundSync(); err != nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// nextWake returns how long the flusher sleeps: one tick, or less when a
+// sync falls due sooner (so 1 s means 1 s, not 1 s rounded to ticks).
+func (l *Log) nextWake(tick time.Duration) time.Duration {
+	d := tick
+	if iv := l.pol.Interval(); iv > 0 && l.appended.Load() > l.synced.Load() {
+		since := time.Duration(int64(time.Since(l.opened)) - l.lastSyncStart.Load())
+		if until := iv - since; until < d {
+			d = until
+		}
+	}
+	return max(d, time.Millisecond)
+}
+
+// backgroundSync syncs what is written, outside the group-commit queue (like
+// InnoDB's log_flusher or Redis's bio thread), and wakes commits waiting for
+// it. A failure poisons the log and never marks it clean.
+func (l *Log) backgroundSync() error {
+	l.syncInProgress.Store(true)
+	err := l.syncWritten()
+	l.syncInProgress.Store(false)
+	if err != nil {
+		l.poison(err)
+		l.q.Fail(fmt.Errorf("%w: %w: %w", ErrDurabilityUnknown, ErrPoisoned, err))
+		return err
+	}
+	l.stats.backgroundSyncs.Add(1)
+	l.q.Advance(l.written.Load(), l.synced.Load())
+	return nil
+}

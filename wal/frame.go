@@ -1,0 +1,85 @@
+package wal
+
+import (
+	"encoding/binary"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Frame layout (little endian), normative, documented in doc.go:
+//
+//	[0:8)   checksum   xxhash64 seeded with the frame's LSN, over bytes [8:24+length)
+//	[8:12)  length     payload length in bytes, 1..MaxRecordSize
+//	[12:16) flags      reserved, must be 0
+//	[16:24) watermark  the synced LSN known when the frame was appended
+//	[24:..) payload, then zero padding to a multiple of frameAlign bytes
+const (
+	frameHeaderSize = 24
+	frameAlign      = 8
+)
+
+// frameSize returns the on-disk size in bytes of a frame carrying n payload
+// bytes: header plus payload, rounded up to frameAlign.
+func frameSize(n int) int64 {
+	return (frameHeaderSize + int64(n) + frameAlign - 1) &^ (frameAlign - 1)
+}
+
+// encodeFrame writes the frame for rec at lsn into dst, which must be exactly
+// frameSize(len(rec)) bytes long.
+func encodeFrame(dst []byte, lsn LSN, watermark LSN, rec []byte) {
+	binary.LittleEndian.PutUint32(dst[8:12], uint32(len(rec)))
+	binary.LittleEndian.PutUint32(dst[12:16], 0)
+	binary.LittleEndian.PutUint64(dst[16:24], uint64(watermark))
+	n := copy(dst[frameHeaderSize:], rec)
+	clear(dst[frameHeaderSize+n:])
+	binary.LittleEndian.PutUint64(dst[0:8], frameChecksum(lsn, dst[8:frameHeaderSize+n]))
+}
+
+func frameChecksum(lsn LSN, b []byte) uint64 {
+	var d xxhash.Digest
+	d.ResetWithSeed(uint64(lsn))
+	d.Write(b)
+	return d.Sum64()
+}
+
+// frameStatus classifies the bytes at one position.
+type frameStatus uint8
+
+const (
+	frameValid frameStatus = iota
+	frameZero              // an all-zero header: the unwritten end of a segment
+	frameShort             // the header or payload runs past the available bytes
+	frameBad               // length, flags or checksum do not validate
+)
+
+// decodeFrame validates the frame expected at lsn at the start of b. It
+// returns the payload (aliasing b), the watermark and the frame's full size.
+// It never panics and never allocates, whatever b holds: maxRecord bounds the
+// length it will believe.
+func decodeFrame(b []byte, lsn LSN, maxRecord int) (payload []byte, watermark LSN, size int64, st frameStatus) {
+	if len(b) < frameHeaderSize {
+		return nil, 0, 0, frameShort
+	}
+	n := binary.LittleEndian.Uint32(b[8:12])
+	sum := binary.LittleEndian.Uint64(b[0:8])
+	flags := binary.LittleEndian.Uint32(b[12:16])
+	watermark = LSN(binary.LittleEndian.Uint64(b[16:24]))
+	if n == 0 {
+		if sum == 0 && flags == 0 && watermark == 0 {
+			return nil, 0, 0, frameZero
+		}
+		return nil, 0, 0, frameBad
+	}
+	if flags != 0 || int64(n) > int64(maxRecord) {
+		return nil, 0, 0, frameBad
+	}
+	size = frameSize(int(n))
+	end := frameHeaderSize + int64(n)
+	if int64(len(b)) < end {
+		return nil, 0, 0, frameShort
+	}
+	if frameChecksum(lsn, b[8:end]) != sum {
+		return nil, 0, 0, frameBad
+	}
+	return b[frameHeaderSize:end], watermark, size, frameValid
+}

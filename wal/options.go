@@ -1,0 +1,129 @@
+package wal
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/durawal/durawal/groupcommit"
+	"github.com/durawal/durawal/policy"
+	"github.com/durawal/durawal/wal/vfs"
+)
+
+// Defaults for the zero fields of [Options].
+const (
+	// DefaultSegmentSize is the default segment file size in bytes.
+	DefaultSegmentSize int64 = 64 << 20
+	// DefaultMaxRecordSize is the default largest record in bytes.
+	DefaultMaxRecordSize = 4 << 20
+	// DefaultBufferSize is the default log buffer size in bytes (each of
+	// its two halves), like innodb_log_buffer_size.
+	DefaultBufferSize = 8 << 20
+	// DefaultNoSpaceTimeout is how long Append waits for a new segment
+	// while the disk is full before it returns ErrNoSpace.
+	DefaultNoSpaceTimeout = 5 * time.Second
+)
+
+// Limits on Options fields.
+const (
+	// MinSegmentSize is the smallest accepted segment size in bytes.
+	MinSegmentSize int64 = 4 << 10
+	// MaxSegmentSize is the largest accepted segment size in bytes.
+	MaxSegmentSize int64 = 4 << 30
+)
+
+// Options configures [Open]. The zero value is valid: each zero field takes
+// its documented default. Open copies Options and never modifies them.
+type Options struct {
+	// Policy decides what Append waits for and what the background flusher
+	// does. Default [policy.SyncEveryCommit].
+	Policy policy.Policy
+	// GroupCommit tunes the leader/follower queue that lets concurrent
+	// commits share one write and one sync (group delay, MySQL or
+	// PostgreSQL style). Default: no delay, adaptive merge wait on.
+	GroupCommit groupcommit.Options
+	// SegmentSize is the size in bytes of each segment file; the active
+	// segment is rolled when the next frame does not fit. Segments are
+	// zero-filled to this size before use. MinSegmentSize..MaxSegmentSize,
+	// default DefaultSegmentSize (64 MiB). A log reopened with another
+	// SegmentSize keeps its existing segments as they are.
+	SegmentSize int64
+	// MaxRecordSize is the largest record in bytes that Append accepts and
+	// that recovery believes; it must fit a segment (SegmentSize minus 56
+	// bytes of headers). Default DefaultMaxRecordSize (4 MiB), capped to
+	// what fits a segment. Reopen a log with a MaxRecordSize at least as
+	// large as the one it was written with.
+	MaxRecordSize int
+	// BufferSize is the size in bytes of the log buffer: when more than this
+	// is appended but not yet written, Append writes before copying more (a
+	// log-buffer wait, InnoDB's Innodb_log_waits). Default DefaultBufferSize.
+	BufferSize int
+	// NoSpaceTimeout is how long Append retries creating a new segment while
+	// the filesystem reports ENOSPC before it returns ErrNoSpace.
+	// Default DefaultNoSpaceTimeout.
+	NoSpaceTimeout time.Duration
+	// FS is the filesystem the log lives on. Default [vfs.OS].
+	FS vfs.FS
+	// Logger receives lifecycle events (recovery, rolls, poisoning), never
+	// per-commit events. Default: silent.
+	Logger *slog.Logger
+	// UnsafeRetrySync retries a failed sync and, if the retry succeeds,
+	// acknowledges the commits as durable. This is the fsyncgate mistake
+	// (PostgreSQL data_sync_retry=on): on Linux the retried sync can succeed
+	// although the data was lost. It exists only to demonstrate that loss in
+	// tests. Default false: a failed sync poisons the log.
+	UnsafeRetrySync bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.SegmentSize == 0 {
+		o.SegmentSize = DefaultSegmentSize
+	}
+	if o.MaxRecordSize == 0 {
+		o.MaxRecordSize = int(min(int64(DefaultMaxRecordSize), maxRecordFor(o.SegmentSize)))
+	}
+	if o.BufferSize == 0 {
+		o.BufferSize = DefaultBufferSize
+	}
+	if o.NoSpaceTimeout == 0 {
+		o.NoSpaceTimeout = DefaultNoSpaceTimeout
+	}
+	if o.FS == nil {
+		o.FS = vfs.OS()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// maxRecordFor returns the largest payload whose frame fits an empty segment
+// of size bytes.
+func maxRecordFor(size int64) int64 {
+	return size - segmentHeaderSize - frameHeaderSize
+}
+
+func (o Options) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(format, args...))
+	}
+	if o.SegmentSize < MinSegmentSize || o.SegmentSize > MaxSegmentSize {
+		return bad("SegmentSize %d bytes, want %d..%d", o.SegmentSize, MinSegmentSize, MaxSegmentSize)
+	}
+	if o.SegmentSize%frameAlign != 0 {
+		return bad("SegmentSize %d bytes is not a multiple of %d", o.SegmentSize, frameAlign)
+	}
+	if o.MaxRecordSize < 1 || int64(o.MaxRecordSize) > maxRecordFor(o.SegmentSize) {
+		return bad("MaxRecordSize %d bytes, want 1..%d for SegmentSize %d", o.MaxRecordSize, maxRecordFor(o.SegmentSize), o.SegmentSize)
+	}
+	if o.BufferSize < 1 {
+		return bad("BufferSize %d bytes, want ≥ 1", o.BufferSize)
+	}
+	if o.NoSpaceTimeout < 0 {
+		return bad("NoSpaceTimeout %s, want ≥ 0", o.NoSpaceTimeout)
+	}
+	if err := o.Policy.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	return nil
+}

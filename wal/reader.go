@@ -1,0 +1,211 @@
+package wal
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+
+	"github.com/durawal/durawal/wal/vfs"
+)
+
+// readWindow is how many bytes a Reader reads from a segment at a time.
+const readWindow = 256 << 10
+
+// Reader replays records in LSN order, across segments, from the file
+// system: it sees the records written to the OS (up to [Log.WrittenLSN] when
+// it reaches them), not those still in the log buffer. A Reader is not safe
+// for concurrent use; several Readers may run beside appends.
+type Reader struct {
+	l     *Log
+	lsn   LSN // next frame to decode
+	first LSN // first LSN of the open segment
+	f     vfs.File
+	name  string
+	win   []byte // bytes of the open segment from winLSN
+	wlsn  LSN
+	err   error
+}
+
+// NewReader returns a Reader positioned at the first record whose LSN is at
+// least from. Errors: ErrNotFound if from is below the oldest segment kept
+// (see RemoveBefore) or above the appended LSN; ErrClosed.
+func (l *Log) NewReader(from LSN) (*Reader, error) {
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	l.segsMu.Lock()
+	oldest := l.segFirsts[0]
+	l.segsMu.Unlock()
+	if from < oldest {
+		return nil, fmt.Errorf("%w: LSN %d is below the oldest kept segment (LSN %d)", ErrNotFound, from, oldest)
+	}
+	if appended := LSN(l.appended.Load()); from > appended {
+		return nil, fmt.Errorf("%w: LSN %d is beyond the appended LSN %d", ErrNotFound, from, appended)
+	}
+	r := &Reader{l: l}
+	if err := r.seek(from); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// seek opens the segment holding from and skips the frames before it.
+func (r *Reader) seek(from LSN) error {
+	r.l.segsMu.Lock()
+	i := sort.Search(len(r.l.segFirsts), func(i int) bool { return r.l.segFirsts[i] > from }) - 1
+	first := r.l.segFirsts[max(i, 0)]
+	r.l.segsMu.Unlock()
+	if err := r.open(first); err != nil {
+		return err
+	}
+	for r.lsn < from {
+		lsn, _, err := r.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if lsn >= from {
+			r.lsn = lsn // replay it again
+			return nil
+		}
+	}
+	return nil
+}
+
+func (r *Reader) open(first LSN) error {
+	if r.f != nil {
+		r.f.Close()
+	}
+	r.name = segmentName(first)
+	f, err := r.l.fs.Open(filepath.Join(r.l.dir, r.name))
+	if err != nil {
+		r.f = nil
+		return fmt.Errorf("wal: reader: %w", err)
+	}
+	r.f, r.first, r.lsn, r.win, r.wlsn = f, first, first, r.win[:0], first
+	return nil
+}
+
+// segmentEnd returns where the open segment's frames end as far as the
+// reader may read now, and the next segment's first LSN (0 if none).
+func (r *Reader) segmentEnd() (end, next LSN) {
+	r.l.segsMu.Lock()
+	defer r.l.segsMu.Unlock()
+	i := sort.Search(len(r.l.segFirsts), func(i int) bool { return r.l.segFirsts[i] > r.first })
+	if i < len(r.l.segFirsts) {
+		return r.l.segFirsts[i], r.l.segFirsts[i]
+	}
+	return LSN(r.l.written.Load()), 0
+}
+
+// Next returns the next record and its LSN. The record's bytes are valid
+// until the next call. At the end of what has been written it returns
+// io.EOF (bare); a later call may return records written since. Damage
+// below the written LSN returns a *CorruptionError (ErrCorrupt); a segment
+// removed by RemoveBefore under the Reader returns an error matching
+// fs.ErrNotExist.
+func (r *Reader) Next() (LSN, []byte, error) {
+	if r.err != nil {
+		return 0, nil, r.err
+	}
+	for {
+		end, next := r.segmentEnd()
+		if r.lsn >= end {
+			if next == 0 || r.lsn < next {
+				return 0, nil, io.EOF
+			}
+			if err := r.open(next); err != nil {
+				r.err = err
+				return 0, nil, err
+			}
+			continue
+		}
+		lsn := r.lsn
+		rec, size, err := r.frameAt(lsn, end)
+		if err != nil {
+			r.err = err
+			return 0, nil, err
+		}
+		r.lsn += LSN(size)
+		return lsn, rec, nil
+	}
+}
+
+// frameAt decodes the frame at lsn, which ends at or before end, reading a
+// new window from the file when the frame is not inside the current one.
+func (r *Reader) frameAt(lsn, end LSN) ([]byte, int64, error) {
+	max := r.l.opts.MaxRecordSize
+	for attempt := 0; ; attempt++ {
+		if lsn >= r.wlsn && lsn < r.wlsn+LSN(len(r.win)) {
+			rec, _, size, st := decodeFrame(r.win[lsn-r.wlsn:], lsn, max)
+			if st == frameValid && lsn+LSN(size) <= end {
+				return rec, size, nil
+			}
+			if st != frameShort || attempt > 0 {
+				return nil, 0, &CorruptionError{Segment: r.name, Offset: segmentHeaderSize + int64(lsn-r.first),
+					Reason: fmt.Sprintf("%s at LSN %d below the written LSN %d", st, lsn, end)}
+			}
+		}
+		n := max64(readWindow, frameSize(max))
+		n = min(n, int64(end-lsn))
+		if int64(cap(r.win)) < n {
+			r.win = make([]byte, n)
+		}
+		r.win = r.win[:n]
+		got, err := r.f.ReadAt(r.win, segmentHeaderSize+int64(lsn-r.first))
+		if int64(got) < n {
+			return nil, 0, fmt.Errorf("wal: reader: reading %s: %w", r.name, err)
+		}
+		r.wlsn = lsn
+	}
+}
+
+func max64(a, b int64) int64 { return max(a, b) }
+
+// Close releases the Reader's file.
+func (r *Reader) Close() error {
+	if r.f == nil {
+		return nil
+	}
+	err := r.f.Close()
+	r.f = nil
+	if r.err == nil {
+		r.err = ErrClosed
+	}
+	return err
+}
+
+// RemoveBefore removes, oldest first, every segment whose frames all lie
+// below lsn (a checkpoint: the caller no longer needs those records). The
+// active segment is never removed. Each removal is made durable (directory
+// synced) before the next, so a crash leaves a contiguous suffix of the
+// log. It returns the first LSN still kept. Readers positioned in a removed
+// segment fail with fs.ErrNotExist. Errors: ErrClosed, or the filesystem's.
+func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		return 0, ErrClosed
+	}
+	l.segsMu.Lock()
+	defer l.segsMu.Unlock()
+	for len(l.segFirsts) > 1 && l.segFirsts[1] <= lsn {
+		name := segmentName(l.segFirsts[0])
+		if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
+			return l.segFirsts[0], fmt.Errorf("wal: removing %s: %w", name, err)
+		}
+		if err := l.syncDir(); err != nil {
+			return l.segFirsts[0], fmt.Errorf("wal: removing %s: %w", name, err)
+		}
+		l.segFirsts = l.segFirsts[1:]
+	}
+	return l.segFirsts[0], nil
+}

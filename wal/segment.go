@@ -1,0 +1,170 @@
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/durawal/durawal/wal/vfs"
+)
+
+// Segment header layout (little endian), normative, documented in doc.go:
+//
+//	[0:8)   magic      "durawal\x00"
+//	[8:12)  version    1
+//	[12:16) reserved   0
+//	[16:24) first LSN  the LSN of the segment's first frame (also its name)
+//	[24:32) checksum   xxhash64 of bytes [0:24)
+const (
+	segmentHeaderSize = 32
+	segmentVersion    = 1
+	segmentSuffix     = ".wal"
+	tmpSuffix         = ".wal.tmp"
+	lockName          = "LOCK"
+)
+
+var segmentMagic = [8]byte{'d', 'u', 'r', 'a', 'w', 'a', 'l', 0}
+
+// segmentName returns the base name of the segment whose first frame is at
+// first: 20 decimal digits, so names sort in LSN order.
+func segmentName(first LSN) string { return fmt.Sprintf("%020d%s", uint64(first), segmentSuffix) }
+
+// parseSegmentName returns the first LSN a segment name encodes.
+func parseSegmentName(name string) (LSN, bool) {
+	digits, ok := strings.CutSuffix(name, segmentSuffix)
+	if !ok || len(digits) != 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(digits, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return LSN(n), true
+}
+
+func encodeSegmentHeader(first LSN) []byte {
+	b := make([]byte, segmentHeaderSize)
+	copy(b, segmentMagic[:])
+	binary.LittleEndian.PutUint32(b[8:12], segmentVersion)
+	binary.LittleEndian.PutUint64(b[16:24], uint64(first))
+	binary.LittleEndian.PutUint64(b[24:32], xxhash.Sum64(b[:24]))
+	return b
+}
+
+// checkSegmentHeader validates a segment header and returns why it is bad,
+// or "" if it is good for a segment starting at first.
+func checkSegmentHeader(b []byte, first LSN) string {
+	switch {
+	case len(b) < segmentHeaderSize:
+		return "segment shorter than its header"
+	case [8]byte(b[:8]) != segmentMagic:
+		return "bad segment magic (not a durawal segment)"
+	case binary.LittleEndian.Uint64(b[24:32]) != xxhash.Sum64(b[:24]):
+		return "segment header checksum mismatch"
+	case binary.LittleEndian.Uint32(b[8:12]) != segmentVersion:
+		return fmt.Sprintf("unsupported segment version %d", binary.LittleEndian.Uint32(b[8:12]))
+	case LSN(binary.LittleEndian.Uint64(b[16:24])) != first:
+		return fmt.Sprintf("header first LSN %d does not match the name", binary.LittleEndian.Uint64(b[16:24]))
+	}
+	return ""
+}
+
+// segment is one file of the log.
+type segment struct {
+	first LSN
+	size  int64 // file size in bytes
+	path  string
+	f     vfs.File // write handle while the segment is active or prepared
+}
+
+// capacity returns how many frame bytes fit the segment.
+func (s *segment) capacity() int64 { return s.size - segmentHeaderSize }
+
+// offset returns the file offset of lsn within s.
+func (s *segment) offset(lsn LSN) int64 { return segmentHeaderSize + int64(lsn-s.first) }
+
+// prepareSegment creates a zero-filled, synced temporary segment file of
+// size bytes in dir (PostgreSQL XLogFileInit): appends into it later need no
+// size or extent updates, so fdatasync flushes data only. A failure removes
+// the temporary file; ENOSPC is reported as an error matching syscall.ENOSPC.
+func (l *Log) prepareSegment() (*segment, error) {
+	path := filepath.Join(l.dir, fmt.Sprintf("prepare-%d%s", l.tmpSeq.Add(1), tmpSuffix))
+	f, err := l.fs.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*segment, error) {
+		f.Close()
+		l.fs.Remove(path)
+		return nil, err
+	}
+	const chunk = 1 << 20
+	zeros := make([]byte, min(chunk, l.opts.SegmentSize))
+	for off := int64(0); off < l.opts.SegmentSize; off += int64(len(zeros)) {
+		clear(zeros) // the FS may scramble written buffers
+		n := min(int64(len(zeros)), l.opts.SegmentSize-off)
+		w, err := f.WriteAt(zeros[:n], off)
+		if err == nil && int64(w) < n {
+			err = syscall.ENOSPC // no progress and no errno: PostgreSQL reports ENOSPC
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
+	if err := l.syncFile(f); err != nil {
+		return fail(err)
+	}
+	return &segment{size: l.opts.SegmentSize, path: path, f: f}, nil
+}
+
+// installSegment gives a prepared segment its first LSN: it writes the header,
+// syncs it, renames the file to its segment name and syncs the directory.
+// After it returns nil the segment survives a power loss.
+func (l *Log) installSegment(s *segment, first LSN) error {
+	s.first = first
+	if _, err := s.f.WriteAt(encodeSegmentHeader(first), 0); err != nil {
+		return err
+	}
+	if err := l.syncFile(s.f); err != nil {
+		return err
+	}
+	path := filepath.Join(l.dir, segmentName(first))
+	if err := l.fs.Rename(s.path, path); err != nil {
+		return err
+	}
+	s.path = path
+	return l.syncDir()
+}
+
+// syncFile syncs f, retrying EINTR (the call did not run) and nothing else.
+func (l *Log) syncFile(f vfs.File) error {
+	for {
+		err := f.Sync()
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err == nil {
+			l.stats.fsyncs.Add(1)
+		}
+		return err
+	}
+}
+
+// syncDir makes the log directory's entries durable.
+func (l *Log) syncDir() error {
+	for {
+		err := l.fs.SyncDir(l.dir)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err == nil {
+			l.stats.dirSyncs.Add(1)
+		}
+		return err
+	}
+}

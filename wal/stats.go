@@ -1,0 +1,132 @@
+package wal
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/durawal/durawal/groupcommit"
+)
+
+// counters are the log's own counters, updated with atomics so Stats can be
+// read at any time without stopping writers.
+type counters struct {
+	commits, appendRequests, bytesAppended        atomic.Uint64
+	writeCalls, bytesWritten, writeErrors         atomic.Uint64
+	fsyncs, dirSyncs, fsyncErrors                 atomic.Uint64
+	backgroundSyncs, rolls                        atomic.Uint64
+	bufferFullWaits, segmentCreateStalls          atomic.Uint64
+	postponedWrites, delayedWrites                atomic.Uint64
+	fsyncTime, fsyncMax, writeTime, fsyncsPending atomic.Int64
+	poisoned                                      atomic.Bool
+}
+
+// Stats is a snapshot of the log's counters. Each mirrors a counter people
+// already watch (SEMANTICS §6.3). Counts are since Open; LSNs are byte
+// positions.
+type Stats struct {
+	// Commits counts Append, AppendContext and AppendBatch calls that
+	// returned nil (MariaDB Binlog_commits, MySQL Com_commit).
+	Commits uint64
+	// AppendRequests counts records appended (Innodb_log_write_requests).
+	AppendRequests uint64
+	// BytesAppended counts record payload bytes accepted (pg_stat_wal.wal_bytes).
+	BytesAppended uint64
+	// WriteCalls counts write calls that moved the written LSN
+	// (Innodb_log_writes, pg_stat_wal.wal_write).
+	WriteCalls uint64
+	// BytesWritten counts frame bytes written to segments, headers and
+	// padding of frames included (Innodb_os_log_written).
+	BytesWritten uint64
+	// WriteErrors counts failed writes.
+	WriteErrors uint64
+	// Fsyncs counts successful fdatasync calls on segment files: commit
+	// syncs, background syncs, roll syncs and the syncs that prepare and
+	// install new segments (Innodb_os_log_fsyncs, pg_stat_wal.wal_sync).
+	Fsyncs uint64
+	// DirSyncs counts successful fsyncs of the log directory.
+	DirSyncs uint64
+	// FsyncErrors counts failed syncs; the first one poisons the log.
+	FsyncErrors uint64
+	// FsyncsPending is the number of syncs running now
+	// (Innodb_os_log_pending_fsyncs, Redis aof_pending_bio_fsync).
+	FsyncsPending int64
+	// FsyncTimeTotal and FsyncMaxDuration time the segment syncs of commits,
+	// rolls and the background flusher (pg_stat_wal.wal_sync_time,
+	// log_flush_max_time).
+	FsyncTimeTotal, FsyncMaxDuration time.Duration
+	// WriteTimeTotal times the write calls (pg_stat_wal.wal_write_time).
+	WriteTimeTotal time.Duration
+	// BackgroundSyncs counts syncs issued by the background flusher.
+	BackgroundSyncs uint64
+	// Rolls counts segment rolls.
+	Rolls uint64
+	// BufferFullWaits counts appends that had to write the log buffer
+	// before copying their record (Innodb_log_waits, wal_buffers_full).
+	BufferFullWaits uint64
+	// SegmentCreateStalls counts appends that waited for a new segment to
+	// be prepared (InnoDB waiting for the next redo file).
+	SegmentCreateStalls uint64
+	// PostponedWrites counts writes postponed because a background sync was
+	// running (Redis latency event aof-write-pending-fsync).
+	PostponedWrites uint64
+	// DelayedWrites counts postponed writes forced after the policy's
+	// maximum postponement (Redis aof_delayed_fsync).
+	DelayedWrites uint64
+	// Poisoned reports that a write or sync failed and the log fails closed.
+	Poisoned bool
+	// AppendedLSN, WrittenLSN and SyncedLSN are the watermarks (InnoDB lsn,
+	// write_lsn, flushed_to_disk_lsn).
+	AppendedLSN, WrittenLSN, SyncedLSN LSN
+	// Group holds the group-commit queue's counters: groups, group sizes,
+	// delay triggers.
+	Group groupcommit.Stats
+}
+
+// FsyncsPerCommit returns Fsyncs / Commits, or 0 with no commits.
+func (s Stats) FsyncsPerCommit() float64 {
+	if s.Commits == 0 {
+		return 0
+	}
+	return float64(s.Fsyncs) / float64(s.Commits)
+}
+
+// CommitsPerFsync returns Commits / Fsyncs, or 0 with no fsyncs.
+func (s Stats) CommitsPerFsync() float64 {
+	if s.Fsyncs == 0 {
+		return 0
+	}
+	return float64(s.Commits) / float64(s.Fsyncs)
+}
+
+// Stats returns a snapshot of the counters. It is safe to call at any time,
+// concurrently with appends, and does not stop them; the fields are read one
+// by one, so they may be mutually off by the operations in flight.
+func (l *Log) Stats() Stats {
+	c := &l.stats
+	return Stats{
+		Commits:             c.commits.Load(),
+		AppendRequests:      c.appendRequests.Load(),
+		BytesAppended:       c.bytesAppended.Load(),
+		WriteCalls:          c.writeCalls.Load(),
+		BytesWritten:        c.bytesWritten.Load(),
+		WriteErrors:         c.writeErrors.Load(),
+		Fsyncs:              c.fsyncs.Load(),
+		DirSyncs:            c.dirSyncs.Load(),
+		FsyncErrors:         c.fsyncErrors.Load(),
+		FsyncsPending:       c.fsyncsPending.Load(),
+		FsyncTimeTotal:      time.Duration(c.fsyncTime.Load()),
+		FsyncMaxDuration:    time.Duration(c.fsyncMax.Load()),
+		WriteTimeTotal:      time.Duration(c.writeTime.Load()),
+		BackgroundSyncs:     c.backgroundSyncs.Load(),
+		Rolls:               c.rolls.Load(),
+		BufferFullWaits:     c.bufferFullWaits.Load(),
+		SegmentCreateStalls: c.segmentCreateStalls.Load(),
+		PostponedWrites:     c.postponedWrites.Load(),
+		DelayedWrites:       c.delayedWrites.Load(),
+		Poisoned:            c.poisoned.Load(),
+		AppendedLSN:         LSN(l.appended.Load()),
+		WrittenLSN:          LSN(l.written.Load()),
+		SyncedLSN:           LSN(l.synced.Load()),
+		Group:               l.q.Stats(),
+	}
+}

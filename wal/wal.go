@@ -1,0 +1,507 @@
+package wal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/durawal/durawal/groupcommit"
+	"github.com/durawal/durawal/policy"
+	"github.com/durawal/durawal/wal/vfs"
+)
+
+// Log is an open write-ahead log. It is safe for concurrent use: appends
+// from many goroutines are serialised into one LSN order and frames never
+// interleave.
+type Log struct {
+	dir    string
+	opts   Options
+	fs     vfs.FS
+	pol    policy.Policy
+	lock   io.Closer
+	q      *groupcommit.Queue
+	opened time.Time // monotonic origin of the nanosecond clocks below
+	info   RecoveryInfo
+
+	mu            sync.Mutex // guards the fields down to the blank line
+	next          LSN        // where the next frame goes (the appended LSN)
+	active        *logBuffer // frames appended but not yet taken by a flush
+	appendSeg     *segment   // segment that receives the frame at next
+	spare         *segment   // prepared segment for the next roll, or nil
+	preparing     bool       // a goroutine is preparing the spare
+	prepDone      chan struct{}
+	prepErr       error // why the last preparation failed
+	closed        bool
+	postponeStart time.Time // first commit whose write was postponed (Redis everysec)
+	delayedSeen   bool      // the current postponement was already counted as delayed
+
+	// Owned by the flush leader (groupcommit runs one FlushFunc at a time).
+	spareBuf        *logBuffer
+	groupsSinceSync atomic.Int64
+
+	syncMu   sync.Mutex // serialises syncs and segment rolls; guards writeSeg
+	writeSeg *segment   // segment that receives the write at the written LSN
+
+	segsMu    sync.Mutex // guards segFirsts; held while RemoveBefore removes files
+	segFirsts []LSN      // first LSNs of the installed segments, ascending
+
+	appended, written, synced atomic.Uint64
+	lastSyncStart             atomic.Int64 // ns since opened
+	lastWrite                 atomic.Int64 // ns since opened
+	syncInProgress            atomic.Bool
+	poisonErr                 atomic.Pointer[error]
+	tmpSeq                    atomic.Int64
+	stats                     counters
+
+	stop chan struct{}  // closed by Close to stop the background flusher
+	wg   sync.WaitGroup // background flusher and segment preparers
+}
+
+// logBuffer holds frames appended contiguously in LSN order from start.
+type logBuffer struct {
+	start LSN
+	buf   []byte
+	rolls []roll // segments that begin inside buf, in LSN order
+}
+
+// roll marks the LSN at which frames move to a new segment.
+type roll struct {
+	lsn LSN
+	seg *segment
+}
+
+func (b *logBuffer) reset(start LSN) {
+	b.start, b.buf, b.rolls = start, b.buf[:0], b.rolls[:0]
+}
+
+// Open opens the log in dir, creating dir and an empty log if needed, and
+// recovers an existing one: a torn tail is truncated (synced) without error,
+// while damage in synced data, in a non-last segment, or a missing segment
+// makes Open fail with a *CorruptionError (errors.Is(err, ErrCorrupt)) naming
+// the segment and byte offset. The directory is locked against a second Log.
+//
+// Errors: ErrInvalidOptions for bad options, ErrForeignFile for a file the
+// log did not create, ErrCorrupt, vfs.ErrLocked, ErrNoSpace if the first
+// segment cannot be created, or the filesystem's error with the path.
+func Open(dir string, opts Options) (*Log, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("%w: empty directory name", ErrInvalidOptions)
+	}
+	l := &Log{
+		dir:    dir,
+		opts:   opts,
+		fs:     opts.FS,
+		pol:    opts.Policy,
+		opened: time.Now(),
+		stop:   make(chan struct{}),
+	}
+	q, err := groupcommit.New(l.flush, opts.GroupCommit)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	l.q = q
+	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("wal: open: %w", err)
+	}
+	lock, err := l.fs.Lock(dir + "/" + lockName)
+	if err != nil {
+		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
+	}
+	l.lock = lock
+	if err := l.recover(); err != nil {
+		l.closeFiles()
+		lock.Close()
+		return nil, err
+	}
+	l.active = &logBuffer{start: l.next}
+	l.spareBuf = &logBuffer{}
+	l.appended.Store(uint64(l.next))
+	l.written.Store(uint64(l.next))
+	l.synced.Store(uint64(l.next))
+	q.Advance(uint64(l.next), uint64(l.next))
+	if l.pol.Tick() > 0 {
+		l.wg.Add(1)
+		go l.runFlusher()
+	}
+	l.opts.Logger.Info("wal: opened", "dir", dir, "lsn", l.next, "policy", l.pol.String(),
+		"segments", l.info.Segments, "torn_bytes", l.info.TornBytes)
+	return l, nil
+}
+
+// AppendOption modifies one Append.
+type AppendOption uint8
+
+const (
+	// ForceSync makes this commit wait for the sync covering it (and every
+	// earlier record) whatever the policy, like a DDL commit under InnoDB's
+	// =0/=2 or PostgreSQL's forceSyncCommit.
+	ForceSync AppendOption = 1 << iota
+)
+
+// Append copies rec into the log buffer, assigns it the next LSN, and returns
+// that LSN once the policy is satisfied: at once (buffered policies), after
+// the write, or after the fdatasync covering rec, which concurrent callers
+// share (group commit). Append does not retain rec. It is AppendContext with
+// a background context and no options.
+func (l *Log) Append(rec []byte) (LSN, error) {
+	return l.AppendContext(context.Background(), rec)
+}
+
+// AppendContext is Append with a context and options. If ctx ends while the
+// commit waits, it returns rec's LSN and ctx.Err(): rec is in the log and may
+// still become durable. Errors: ErrEmptyRecord, ErrRecordTooLarge (nothing
+// appended), ErrClosed, ErrNoSpace (no new segment could be created; nothing
+// appended, the log is not poisoned), an error matching ErrPoisoned after a
+// failed write or sync, and for the commits of the group whose write or sync
+// failed one that also matches ErrDurabilityUnknown.
+func (l *Log) AppendContext(ctx context.Context, rec []byte, opts ...AppendOption) (LSN, error) {
+	if len(rec) == 0 {
+		return 0, ErrEmptyRecord
+	}
+	if len(rec) > l.opts.MaxRecordSize {
+		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrRecordTooLarge, len(rec), l.opts.MaxRecordSize)
+	}
+	l.mu.Lock()
+	lsn, err := l.reserveLocked(ctx, rec)
+	if err != nil {
+		l.mu.Unlock()
+		return 0, err
+	}
+	end := l.next
+	w := l.commitWaitLocked(opts)
+	l.mu.Unlock()
+	return lsn, l.commit(ctx, end, w)
+}
+
+// AppendBatch appends recs in order as one commit: it waits once, for the
+// last record, as the policy says (like a pipelined batch of commands in one
+// Redis event-loop turn). It returns the LSN of the first record. On error
+// some leading records may have been appended; the error says what
+// AppendContext would.
+func (l *Log) AppendBatch(ctx context.Context, recs [][]byte, opts ...AppendOption) (LSN, error) {
+	if len(recs) == 0 {
+		return 0, ErrEmptyRecord
+	}
+	for _, rec := range recs {
+		if len(rec) == 0 {
+			return 0, ErrEmptyRecord
+		}
+		if len(rec) > l.opts.MaxRecordSize {
+			return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrRecordTooLarge, len(rec), l.opts.MaxRecordSize)
+		}
+	}
+	l.mu.Lock()
+	var first LSN
+	for i, rec := range recs {
+		lsn, err := l.reserveLocked(ctx, rec)
+		if err != nil {
+			l.mu.Unlock()
+			return first, err
+		}
+		if i == 0 {
+			first = lsn
+		}
+	}
+	end := l.next
+	w := l.commitWaitLocked(opts)
+	l.mu.Unlock()
+	return first, l.commit(ctx, end, w)
+}
+
+// commitWaitLocked asks the policy what the commit just reserved waits for,
+// and keeps the Redis postponement bookkeeping.
+func (l *Log) commitWaitLocked(opts []AppendOption) policy.Wait {
+	for _, o := range opts {
+		if o&ForceSync != 0 {
+			return policy.WaitSync
+		}
+	}
+	now := time.Now()
+	st := l.stateLocked(now)
+	w := l.pol.Commit(st)
+	if l.pol.Kind() == policy.KindSyncIntervalPostponed && st.SyncInProgress {
+		if w == policy.WaitNone && l.postponeStart.IsZero() {
+			l.postponeStart = now
+			l.stats.postponedWrites.Add(1)
+		}
+		if w == policy.WaitWrite && !l.postponeStart.IsZero() && !l.delayedSeen {
+			l.delayedSeen = true
+			l.stats.delayedWrites.Add(1) // Redis aof_delayed_fsync
+		}
+	}
+	return w
+}
+
+// commit waits as w says for the frames ending at end.
+func (l *Log) commit(ctx context.Context, end LSN, w policy.Wait) error {
+	var err error
+	switch w {
+	case policy.WaitWrite:
+		err = l.q.Wait(ctx, uint64(end), groupcommit.Written)
+	case policy.WaitSync:
+		err = l.q.Wait(ctx, uint64(end), groupcommit.Synced)
+	}
+	if err == nil {
+		l.stats.commits.Add(1)
+	}
+	return err
+}
+
+// reserveLocked assigns rec the next LSN and copies its frame into the log
+// buffer, rolling to a new segment or waiting for buffer space as needed.
+// l.mu is held on entry and on return, but may be released while waiting.
+func (l *Log) reserveLocked(ctx context.Context, rec []byte) (LSN, error) {
+	fsz := frameSize(len(rec))
+	var deadline time.Time
+	for {
+		if err := l.usableLocked(); err != nil {
+			return 0, err
+		}
+		// Log buffer full: write it before copying more (Innodb_log_waits).
+		if len(l.active.buf) > 0 && len(l.active.buf)+int(fsz) > l.opts.BufferSize {
+			l.stats.bufferFullWaits.Add(1)
+			target := uint64(l.next)
+			l.mu.Unlock()
+			err := l.q.Wait(ctx, target, groupcommit.Written)
+			l.mu.Lock()
+			if err != nil {
+				return 0, err
+			}
+			continue
+		}
+		used := int64(l.next - l.appendSeg.first)
+		if used+fsz <= l.appendSeg.capacity() {
+			if l.spare == nil && !l.preparing && l.prepErr == nil && used+fsz > l.appendSeg.capacity()/2 {
+				l.startPrepareLocked()
+			}
+			break
+		}
+		if l.spare != nil { // roll: frames from here on go to the spare
+			s := l.spare
+			l.spare = nil
+			s.first = l.next
+			l.active.rolls = append(l.active.rolls, roll{lsn: l.next, seg: s})
+			l.appendSeg = s
+			continue
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(l.opts.NoSpaceTimeout)
+		}
+		if err := l.awaitSpareLocked(ctx, deadline); err != nil {
+			return 0, err
+		}
+	}
+	lsn := l.next
+	b := l.active
+	n := len(b.buf)
+	b.buf = append(b.buf, make([]byte, fsz)...)
+	encodeFrame(b.buf[n:], lsn, LSN(l.synced.Load()), rec)
+	l.next += LSN(fsz)
+	l.appended.Store(uint64(l.next))
+	l.stats.appendRequests.Add(1)
+	l.stats.bytesAppended.Add(uint64(len(rec)))
+	return lsn, nil
+}
+
+// usableLocked returns why the log takes no more appends, or nil.
+func (l *Log) usableLocked() error {
+	if l.closed {
+		return ErrClosed
+	}
+	return l.poisoned()
+}
+
+// poisoned returns an error matching ErrPoisoned if a write or sync failed.
+func (l *Log) poisoned() error {
+	if p := l.poisonErr.Load(); p != nil {
+		return fmt.Errorf("%w: %w", ErrPoisoned, *p)
+	}
+	return nil
+}
+
+// poison makes the log fail closed after a write or sync failure: every
+// later call returns ErrPoisoned; the queue hands groupErr to every waiter.
+func (l *Log) poison(cause error) {
+	if l.poisonErr.CompareAndSwap(nil, &cause) {
+		l.stats.poisoned.Store(true)
+		l.opts.Logger.Error("wal: poisoned: the log fails closed", "dir", l.dir, "err", cause)
+	}
+}
+
+// awaitSpareLocked waits for the segment preparer, starting it if needed.
+// It returns ErrNoSpace once the filesystem kept reporting ENOSPC until
+// deadline. l.mu is released while waiting.
+func (l *Log) awaitSpareLocked(ctx context.Context, deadline time.Time) error {
+	if !l.preparing {
+		if err := l.prepErr; err != nil {
+			if !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EDQUOT) {
+				l.prepErr = nil
+				return fmt.Errorf("wal: preparing a segment: %w", err)
+			}
+			if !time.Now().Before(deadline) {
+				l.prepErr = nil
+				return fmt.Errorf("%w: %w", ErrNoSpace, err)
+			}
+			// Back-pressure: wait a little before trying again.
+			l.mu.Unlock()
+			select {
+			case <-time.After(min(50*time.Millisecond, time.Until(deadline))):
+			case <-ctx.Done():
+			}
+			l.mu.Lock()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			l.prepErr = nil
+		}
+		l.stats.segmentCreateStalls.Add(1)
+		l.startPrepareLocked()
+	}
+	done := l.prepDone
+	l.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	l.mu.Lock()
+	return ctx.Err()
+}
+
+// startPrepareLocked starts a goroutine that prepares the next segment.
+func (l *Log) startPrepareLocked() {
+	l.preparing = true
+	done := make(chan struct{})
+	l.prepDone = done
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		s, err := l.prepareSegment()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.preparing = false
+		close(done)
+		if err != nil {
+			l.prepErr = err
+			return
+		}
+		if l.closed {
+			s.f.Close()
+			l.fs.Remove(s.path)
+			return
+		}
+		l.spare = s
+	}()
+}
+
+// Sync makes every record appended before the call durable, under any
+// policy (like FLUSH LOGS or a forced sync commit). It returns nil once the
+// sync covering them returned. Errors: ErrClosed, ErrPoisoned, ctx's error.
+func (l *Log) Sync() error { return l.SyncContext(context.Background()) }
+
+// SyncContext is Sync with a context: if ctx ends first it returns ctx.Err()
+// and the sync may still happen.
+func (l *Log) SyncContext(ctx context.Context) error {
+	l.mu.Lock()
+	err := l.usableLocked()
+	end := l.next
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return l.q.Wait(ctx, uint64(end), groupcommit.Synced)
+}
+
+// WaitDurable returns once the record at lsn is durable, forcing a sync if
+// needed (the analogue of Redis WAITAOF). Errors: ErrNotFound if no record
+// at or after lsn was appended, ErrClosed, ErrPoisoned, ctx's error.
+func (l *Log) WaitDurable(ctx context.Context, lsn LSN) error {
+	if LSN(l.synced.Load()) > lsn {
+		return nil
+	}
+	if LSN(l.appended.Load()) <= lsn {
+		return fmt.Errorf("%w: LSN %d not appended yet (appended %d)", ErrNotFound, lsn, l.appended.Load())
+	}
+	if err := l.poisoned(); err != nil {
+		return err
+	}
+	return l.q.Wait(ctx, uint64(lsn)+1, groupcommit.Synced)
+}
+
+// AppendedLSN returns the end of the last appended frame: where the next
+// frame will go. Safe at any time.
+func (l *Log) AppendedLSN() LSN { return LSN(l.appended.Load()) }
+
+// WrittenLSN returns how far the log has been written to the OS: every frame
+// ending at or before it survives a process crash. Safe at any time.
+func (l *Log) WrittenLSN() LSN { return LSN(l.written.Load()) }
+
+// SyncedLSN returns how far the log is durable: every frame ending at or
+// before it survives a power loss. Safe at any time.
+func (l *Log) SyncedLSN() LSN { return LSN(l.synced.Load()) }
+
+// Recovered returns what Open found and repaired.
+func (l *Log) Recovered() RecoveryInfo { return l.info }
+
+// Dir returns the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Close makes every appended record durable, stops the background flusher,
+// releases the files and the directory lock, and fails every later call with
+// ErrClosed. Commits still waiting when the final flush ends return; none is
+// left waiting. Close returns the final flush's error (ErrPoisoned if the log
+// was poisoned: then records after the synced LSN may be lost), or ErrClosed
+// if already closed.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.closed = true
+	l.mu.Unlock()
+	close(l.stop)
+
+	err := l.poisoned()
+	if err == nil {
+		err = l.q.Wait(context.Background(), l.appended.Load(), groupcommit.Synced)
+	}
+	l.q.Fail(ErrClosed)
+	l.wg.Wait() // the flusher and any preparer have stopped
+	l.mu.Lock()
+	spare := l.spare
+	l.spare = nil
+	l.mu.Unlock()
+	if spare != nil {
+		spare.f.Close()
+		l.fs.Remove(spare.path)
+	}
+	if cerr := l.closeFiles(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if cerr := l.lock.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	l.opts.Logger.Info("wal: closed", "dir", l.dir, "lsn", l.appended.Load(), "err", err)
+	return err
+}
+
+// closeFiles closes the active segment's write handle.
+func (l *Log) closeFiles() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if l.writeSeg == nil || l.writeSeg.f == nil {
+		return nil
+	}
+	err := l.writeSeg.f.Close()
+	l.writeSeg.f = nil
+	return err
+}
