@@ -1,0 +1,86 @@
+// Package wal is an embedded write-ahead log whose durability is a choice
+// the caller makes explicitly, through a [policy.Policy]: sync at every
+// commit, write at commit and sync once a second, leave it to the OS, or
+// buffer in memory — the choices InnoDB (innodb_flush_log_at_trx_commit) and
+// Redis (appendfsync) offer. Concurrent commits share one write and one
+// fdatasync through a leader/follower group-commit queue (package
+// groupcommit), and [Log.Stats] shows what the choice costs.
+//
+// # Words
+//
+// A record is one payload appended by a caller; its frame is its on-disk
+// form. An [LSN] is the byte position of a frame in the logical log,
+// monotonic across segments. A segment is one file of the log, named by the
+// LSN of its first frame. The log buffer holds appended frames until a
+// leader writes them. The appended, written and synced LSNs say how far the
+// log has been copied into the log buffer, handed to the OS, and made
+// durable ([Log.AppendedLSN], [Log.WrittenLSN], [Log.SyncedLSN]).
+//
+// # Durability
+//
+// [Log.Append] returns when the policy is satisfied: at once (the record is
+// in the log buffer), after the write (it survives a process crash), or
+// after the sync that covers it (it survives a power loss). [Log.Sync], the
+// [ForceSync] option and [Log.Close] make everything appended durable under
+// any policy. The policy constructors document what each loses on a process
+// crash and on a power loss.
+//
+// # Concurrency
+//
+// A [Log] is safe for concurrent use. Appends take a mutex only to reserve
+// an LSN and copy the frame into the active half of the double-buffered log
+// buffer; no I/O happens under it. A [Reader] is not safe for concurrent use.
+// At most one background goroutine (the flusher of interval and async
+// policies) runs per Log, plus a short-lived one that prepares the next
+// segment; Close stops both.
+//
+// # Recovery
+//
+// Every frame carries the synced LSN known when it was appended (its
+// watermark). When Open finds a bad frame at LSN x in the last segment it
+// looks at every later valid frame: if one has a watermark above x, x had
+// been synced and is now damaged, and Open fails with a [*CorruptionError]
+// naming the segment and offset. Otherwise x was never synced: nothing
+// acknowledged as durable lives there, and the tail from x is a torn tail,
+// zeroed and synced before any new append. A bad frame in any other segment,
+// or a missing segment, always fails Open. Nothing is dropped silently.
+//
+// # On-disk format
+//
+// A segment file has a fixed size (Options.SegmentSize), is zero-filled and
+// synced under a temporary name, then given its 32-byte header, synced,
+// renamed to "%020d.wal" (its first LSN) and the directory synced. Frames
+// follow the header back to back; a frame that does not fit starts a new
+// segment, and the unused tail of the old one holds zeros and no LSNs.
+//
+// Segment header (little endian):
+//
+//	offset  size  field
+//	0       8     magic "durawal\x00"
+//	8       4     version (1)
+//	12      4     reserved (0)
+//	16      8     first LSN
+//	24      8     xxhash64 of bytes 0..23
+//
+// Frame (little endian), 8-byte aligned:
+//
+//	offset  size  field
+//	0       8     checksum: xxhash64 seeded with the frame's LSN, over bytes 8..24+length
+//	8       4     length of the payload in bytes, 1..MaxRecordSize
+//	12      4     flags (0)
+//	16      8     watermark: the synced LSN when the frame was appended
+//	24      n     payload, then zeros up to the next multiple of 8
+//
+// Because the checksum is seeded with the LSN, a stale frame left at another
+// position can never pass as a live one. An all-zero header marks the end
+// of the written frames.
+//
+// # Errors
+//
+// Errors match the sentinels in errors.go with errors.Is: [ErrClosed],
+// [ErrEmptyRecord], [ErrRecordTooLarge], [ErrCorrupt] (a *CorruptionError),
+// [ErrPoisoned] after a failed write or sync (the log fails closed and never
+// retries a sync), [ErrDurabilityUnknown] for the commits of the failed
+// group, [ErrNoSpace] when no new segment can be created (not poisoned),
+// [ErrInvalidOptions], [ErrForeignFile] and [ErrNotFound].
+package wal
