@@ -1,0 +1,225 @@
+// Package lesson is the small amount of machinery the teaching programs in
+// examples/ share, so that each lesson's main.go can read as the lesson: a
+// command-line wrapper (-dir, -quick), a latency recorder with percentiles,
+// and a Markdown table printer. It uses nothing of the log itself.
+package lesson
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// RunFunc is a lesson: it works in dir (which exists and is empty unless the
+// user chose it) and writes its table and explanation to out.
+type RunFunc func(ctx context.Context, dir string, out io.Writer) error
+
+type quickKey struct{}
+
+// WithQuick returns a context that asks lessons for their quick mode: small
+// counts, for CI and smoke tests. The numbers are noisier but the table has
+// the same rows.
+func WithQuick(ctx context.Context) context.Context {
+	return context.WithValue(ctx, quickKey{}, true)
+}
+
+// Quick reports whether ctx asks for quick mode.
+func Quick(ctx context.Context) bool {
+	q, _ := ctx.Value(quickKey{}).(bool)
+	return q
+}
+
+// Pick returns quick in quick mode and full otherwise.
+func Pick[T any](ctx context.Context, full, quick T) T {
+	if Quick(ctx) {
+		return quick
+	}
+	return full
+}
+
+// Main parses -dir and -quick, makes a fresh temporary directory unless -dir
+// names one (and removes it afterwards), runs the lesson with os.Stdout, and
+// exits with status 1 if it fails. Ctrl-C cancels the lesson's context.
+func Main(run RunFunc) {
+	dir := flag.String("dir", "", "directory to put the logs in (default: a fresh temporary directory, removed afterwards)")
+	quick := flag.Bool("quick", false, "small counts, for CI: the same table, noisier numbers")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if *quick {
+		ctx = WithQuick(ctx)
+	}
+	if err := runIn(ctx, *dir, run); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func runIn(ctx context.Context, dir string, run RunFunc) error {
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "durawal-lesson-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return run(ctx, dir, os.Stdout)
+}
+
+// Recorder collects latencies from many goroutines. The zero value is ready
+// to use.
+type Recorder struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+// Time runs f, records how long it took, and returns f's error.
+func (r *Recorder) Time(f func() error) error {
+	start := time.Now()
+	err := f()
+	r.Add(time.Since(start))
+	return err
+}
+
+// Add records one latency.
+func (r *Recorder) Add(d time.Duration) {
+	r.mu.Lock()
+	r.d = append(r.d, d)
+	r.mu.Unlock()
+}
+
+// Count returns how many latencies were recorded.
+func (r *Recorder) Count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.d)
+}
+
+// Percentile returns the p-th percentile (0 < p ≤ 100, nearest rank), or 0
+// when nothing was recorded.
+func (r *Recorder) Percentile(p float64) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.d) == 0 {
+		return 0
+	}
+	slices.Sort(r.d)
+	i := int(float64(len(r.d))*p/100+0.999999) - 1
+	return r.d[min(max(i, 0), len(r.d)-1)]
+}
+
+// Table is a Markdown table built row by row.
+type Table struct {
+	rows [][]string // rows[0] is the header
+}
+
+// NewTable returns a table with these column headers.
+func NewTable(header ...string) *Table {
+	return &Table{rows: [][]string{header}}
+}
+
+// Row adds a row; each cell is formatted with %v.
+func (t *Table) Row(cells ...any) {
+	row := make([]string, len(cells))
+	for i, c := range cells {
+		row[i] = fmt.Sprint(c)
+	}
+	t.rows = append(t.rows, row)
+}
+
+// Fprint writes the table to w with its columns padded to line up.
+func (t *Table) Fprint(w io.Writer) {
+	width := make([]int, len(t.rows[0]))
+	for _, row := range t.rows {
+		for i, c := range row {
+			if i < len(width) {
+				width[i] = max(width[i], len([]rune(c)))
+			}
+		}
+	}
+	line := func(cells []string) {
+		var b strings.Builder
+		b.WriteString("|")
+		for i, wd := range width {
+			c := ""
+			if i < len(cells) {
+				c = cells[i]
+			}
+			fmt.Fprintf(&b, " %s%s |", c, strings.Repeat(" ", wd-len([]rune(c))))
+		}
+		fmt.Fprintln(w, b.String())
+	}
+	line(t.rows[0])
+	sep := make([]string, len(width))
+	for i, wd := range width {
+		sep[i] = strings.Repeat("-", wd)
+	}
+	line(sep)
+	for _, row := range t.rows[1:] {
+		line(row)
+	}
+}
+
+// Explain writes a blank line and then text wrapped at 80 columns: the
+// lesson's paragraph of plain explanation.
+func Explain(w io.Writer, text string) {
+	fmt.Fprintln(w)
+	n := 0
+	for i, word := range strings.Fields(text) {
+		if i > 0 && n+1+len([]rune(word)) > 80 {
+			fmt.Fprintln(w)
+			n = 0
+		} else if i > 0 {
+			fmt.Fprint(w, " ")
+			n++
+		}
+		fmt.Fprint(w, word)
+		n += len([]rune(word))
+	}
+	fmt.Fprintln(w)
+}
+
+// Micros formats d in microseconds, e.g. "131 µs", or milliseconds above 10 ms.
+func Micros(d time.Duration) string {
+	if d >= 10*time.Millisecond {
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%d µs", d.Microseconds())
+}
+
+// PerSecond formats n events over d as a rate, e.g. "7,680/s".
+func PerSecond(n int, d time.Duration) string {
+	if d <= 0 {
+		return "—"
+	}
+	return Thousands(int64(float64(n)/d.Seconds())) + "/s"
+}
+
+// Thousands formats n with comma separators, e.g. "10,209".
+func Thousands(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

@@ -1,0 +1,47 @@
+package lesson
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestRecorderPercentile(t *testing.T) {
+	var r Recorder
+	require.Zero(t, r.Percentile(50))
+	for i := 100; i >= 1; i-- {
+		r.Add(time.Duration(i) * time.Millisecond)
+	}
+	require.Equal(t, 100, r.Count())
+	require.Equal(t, 50*time.Millisecond, r.Percentile(50))
+	require.Equal(t, 95*time.Millisecond, r.Percentile(95))
+	require.Equal(t, 99*time.Millisecond, r.Percentile(99))
+	require.Equal(t, 100*time.Millisecond, r.Percentile(100))
+}
+
+func TestTable(t *testing.T) {
+	tb := NewTable("level", "fsyncs")
+	tb.Row(1, "10,209")
+	tb.Row("µ", 4)
+	var b strings.Builder
+	tb.Fprint(&b)
+	require.Equal(t, "| level | fsyncs |\n| ----- | ------ |\n| 1     | 10,209 |\n| µ     | 4      |\n", b.String())
+}
+
+func TestFormatting(t *testing.T) {
+	require.Equal(t, "10,209", Thousands(10209))
+	require.Equal(t, "-1,000", Thousands(-1000))
+	require.Equal(t, "999", Thousands(999))
+	require.Equal(t, "7,680/s", PerSecond(7680, time.Second))
+	require.Equal(t, "131 µs", Micros(131*time.Microsecond))
+	require.Equal(t, "41.0 ms", Micros(41*time.Millisecond))
+}
+
+func TestQuick(t *testing.T) {
+	ctx := t.Context()
+	require.False(t, Quick(ctx))
+	require.Equal(t, 10, Pick(ctx, 10, 1))
+	require.Equal(t, 1, Pick(WithQuick(ctx), 10, 1))
+}
