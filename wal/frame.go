@@ -75,7 +75,7 @@ func decodeFrame(b []byte, lsn LSN, maxRecord int) (payload []byte, watermark LS
 	}
 	size = frameSize(int(n))
 	end := frameHeaderSize + int64(n)
-	if int64(len(b)) < size { // the padding must be there too: frames are 8-byte aligned
+	if int64(len(b)) < end {
 		return nil, 0, 0, frameShort
 	}
 	if frameChecksum(lsn, b[8:end]) != sum {
