@@ -140,6 +140,9 @@ func (l *Log) checkSealed(buf []byte, name string, first, next LSN) error {
 	for lsn := first; lsn < next; {
 		off := s.offset(lsn)
 		_, _, size, st := decodeFrame(buf[off:], lsn, l.opts.MaxRecordSize)
+		if st == frameValid && off+size > int64(len(buf)) {
+			st = frameShort
+		}
 		if st != frameValid {
 			return &CorruptionError{Segment: name, Offset: off,
 				Reason: fmt.Sprintf("%s at LSN %d in a completed segment (the log continues at LSN %d)", st, lsn, next)}
@@ -167,6 +170,9 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (LSN, error) {
 		off := s.offset(lsn)
 		var size int64
 		_, _, size, st = decodeFrame(buf[off:], lsn, l.opts.MaxRecordSize)
+		if st == frameValid && off+size > int64(len(buf)) {
+			st = frameShort // its padding is cut off (a file truncated to an odd size)
+		}
 		if st != frameValid {
 			break
 		}
