@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -222,4 +223,78 @@ func Thousands(n int64) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+// Load calls op total times, spread over clients goroutines that each call
+// it one call at a time (like sysbench threads or redis-benchmark clients),
+// and times every call. It returns the wall time of the whole run, the
+// latencies, and the first error, which stops the run.
+func Load(ctx context.Context, clients, total int, op func(ctx context.Context) error) (time.Duration, *Recorder, error) {
+	var (
+		next    atomic.Int64
+		wg      sync.WaitGroup
+		errOnce sync.Once
+		first   error
+		all     = &Recorder{d: make([]time.Duration, 0, total)}
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	per := make([][]time.Duration, clients)
+	start := time.Now()
+	for c := range clients {
+		wg.Go(func() {
+			lat := make([]time.Duration, 0, total/clients+1)
+			for next.Add(1) <= int64(total) && ctx.Err() == nil {
+				t := time.Now()
+				err := op(ctx)
+				lat = append(lat, time.Since(t))
+				if err != nil {
+					errOnce.Do(func() { first = err; cancel() })
+					break
+				}
+			}
+			per[c] = lat
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	for _, lat := range per {
+		all.d = append(all.d, lat...)
+	}
+	return elapsed, all, first
+}
+
+// Rows parses the Markdown tables in out (as [Table.Fprint] writes them) and
+// returns their body rows, cells trimmed, keyed by the first cell. Smoke
+// tests use it to check a lesson's table.
+func Rows(out string) map[string][]string {
+	rows := map[string][]string{}
+	header := true
+	for line := range strings.Lines(out) {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "|") {
+			header = true // the next table starts with its header
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if header || strings.Trim(cells[0], "-") == "" {
+			header = false
+			continue
+		}
+		rows[cells[0]] = cells
+	}
+	return rows
+}
+
+// Number parses a cell such as "10,209", "0.0001" or "3,646/s" and returns
+// its leading number, or -1 if it has none.
+func Number(cell string) float64 {
+	var f float64
+	if _, err := fmt.Sscan(strings.ReplaceAll(cell, ",", ""), &f); err != nil {
+		return -1
+	}
+	return f
 }

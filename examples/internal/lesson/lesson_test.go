@@ -45,3 +45,22 @@ func TestQuick(t *testing.T) {
 	require.Equal(t, 10, Pick(ctx, 10, 1))
 	require.Equal(t, 1, Pick(WithQuick(ctx), 10, 1))
 }
+
+func TestRows(t *testing.T) {
+	a := NewTable("level", "fsyncs")
+	a.Row(1, "10,209")
+	a.Row(0, "3,646/s")
+	b := NewTable("policy", "lost")
+	b.Row("everysec", 0)
+	var s strings.Builder
+	a.Fprint(&s)
+	Explain(&s, "words")
+	b.Fprint(&s)
+	rows := Rows(s.String())
+	require.Len(t, rows, 3)
+	require.Equal(t, []string{"1", "10,209"}, rows["1"])
+	require.Equal(t, 10209.0, Number(rows["1"][1]))
+	require.Equal(t, 3646.0, Number(rows["0"][1]))
+	require.Equal(t, []string{"everysec", "0"}, rows["everysec"])
+	require.Equal(t, -1.0, Number("—"))
+}
