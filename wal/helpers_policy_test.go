@@ -178,7 +178,7 @@ func requireSurvivors(t testing.TB, label string, want []jrec, k int, must func(
 // hooks get the wrapped file, whose identity is stable across renames.
 type hookFS struct {
 	vfs.FS
-	beforeSync func(f *hookFile)         // may block
+	beforeSync func(f *hookFile)            // may block
 	afterSync  func(f *hookFile, err error) // may block
 	afterWrite func(f *hookFile, off int64, n int)
 }
