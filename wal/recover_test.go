@@ -1,0 +1,479 @@
+package wal_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/durawal/durawal/policy"
+	"github.com/durawal/durawal/wal"
+	"github.com/durawal/durawal/wal/vfs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// On-disk sizes the tests compute expectations from (DESIGN, doc.go).
+const (
+	segHeader   = 32
+	frameHeader = 24
+)
+
+func frameSize(n int) int { return (frameHeader + n + 7) &^ 7 }
+
+// segFirst returns the first LSN a segment name encodes.
+func segFirst(t testing.TB, name string) wal.LSN {
+	t.Helper()
+	n, err := strconv.ParseUint(strings.TrimSuffix(name, ".wal"), 10, 64)
+	require.NoError(t, err, name)
+	return wal.LSN(n)
+}
+
+// lastNonZero returns the index of the last non-zero byte of b at or after
+// from, or -1.
+func lastNonZero(b []byte, from int) int {
+	for i := len(b) - 1; i >= from; i-- {
+		if b[i] != 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// written is a log the recovery tests damage: its records, their LSNs and
+// its end, on a MemFS after a clean close.
+type written struct {
+	mem  *vfs.MemFS
+	opts wal.Options
+	recs [][]byte
+	lsns []wal.LSN
+	end  wal.LSN
+}
+
+func writeLog(t testing.TB, opts wal.Options, sizes []int) written {
+	t.Helper()
+	w := written{mem: vfs.NewMem(), opts: opts}
+	l := openLog(t, w.mem, opts)
+	for i, n := range sizes {
+		rec := record(0, i, n)
+		lsn, err := l.Append(rec)
+		require.NoError(t, err)
+		w.recs, w.lsns = append(w.recs, rec), append(w.lsns, lsn)
+	}
+	w.end = l.AppendedLSN()
+	require.NoError(t, l.Close())
+	return w
+}
+
+// TestTornTailEveryOffset cuts the last segment at every byte offset inside
+// its last frames, three ways: the rest zeroed, the rest stale bytes, or the
+// file itself cut short. Each cut must recover exactly the complete records
+// before it, without error, put the next append at the first incomplete
+// frame's LSN, report the torn bytes, and leave no trace for the next Open.
+func TestTornTailEveryOffset(t *testing.T) {
+	const segSize = 4 << 10
+	opts := wal.Options{SegmentSize: segSize}
+	var sizes []int
+	for i := range 45 { // about 1.5 segments: the cuts hit the second one
+		sizes = append(sizes, 1+(i*37)%170)
+	}
+	w := writeLog(t, opts, sizes)
+	segs := segments(t, w.mem)
+	require.Len(t, segs, 2)
+	last := segs[1]
+	first := segFirst(t, last)
+	orig := fileBytes(t, w.mem, last)
+	require.Len(t, orig, segSize)
+	off := func(lsn wal.LSN) int { return segHeader + int(lsn-first) }
+
+	// Cut everywhere from the last segment's first frame to just past its
+	// last frame.
+	k0 := 0
+	for w.lsns[k0] < first {
+		k0++
+	}
+	require.Greater(t, len(w.recs)-k0, 3)
+
+	cases := 0
+	for _, variant := range []string{"zeros", "stale", "truncated"} {
+		for c := off(first); c <= off(w.end)+8; c++ {
+			img := w.mem.ProcessCrash()
+			var content []byte
+			switch variant {
+			case "zeros":
+				content = make([]byte, segSize)
+				copy(content, orig[:c])
+			case "stale":
+				content = make([]byte, segSize)
+				copy(content, orig[:c])
+				rng := rand.New(rand.NewPCG(uint64(c), 1))
+				for i := c; i < min(c+300, segSize); i++ {
+					content[i] = byte(rng.IntN(255) + 1)
+				}
+			case "truncated":
+				content = bytes.Clone(orig[:c])
+			}
+			setFile(t, img, last, content)
+
+			// The records expected back: those whose frame is complete.
+			// Padding is never checked, except that a cut file must still
+			// hold the whole frame.
+			n := 0
+			for k, lsn := range w.lsns {
+				need := off(lsn) + frameHeader + len(w.recs[k])
+				if variant == "truncated" {
+					need = off(lsn) + frameSize(len(w.recs[k]))
+				}
+				if lsn >= first && need > c {
+					break
+				}
+				n++
+			}
+			wantEnd := w.end
+			if n < len(w.recs) {
+				wantEnd = w.lsns[n]
+			}
+			wantTorn := int64(0)
+			if i := lastNonZero(content, off(wantEnd)); i >= 0 {
+				wantTorn = int64(i + 1 - off(wantEnd))
+			}
+
+			name := fmt.Sprintf("%s cut at offset %d", variant, c)
+			l, err := wal.Open(logDir, wal.Options{FS: img, SegmentSize: segSize})
+			require.NoError(t, err, name)
+			info := l.Recovered()
+			require.Equal(t, wantEnd, info.EndLSN, name)
+			require.Equal(t, wantTorn, info.TornBytes, name)
+			lsns, got := readAll(t, l, 0)
+			require.Equal(t, w.recs[:n], got, name)
+			require.Equal(t, w.lsns[:n], lsns, name)
+			lsn, err := l.Append([]byte("after"))
+			require.NoError(t, err, name)
+			require.Equal(t, wantEnd, lsn, name)
+			require.NoError(t, l.Close(), name)
+
+			// Second reopen: no trace of the damaged bytes.
+			l, err = wal.Open(logDir, wal.Options{FS: img, SegmentSize: segSize})
+			require.NoError(t, err, name)
+			require.Zero(t, l.Recovered().TornBytes, name)
+			lsns, got = readAll(t, l, 0)
+			require.Equal(t, append(w.recs[:n:n], []byte("after")), got, name)
+			require.Equal(t, append(w.lsns[:n:n], wantEnd), lsns, name)
+			require.NoError(t, l.Close(), name)
+			damaged := fileBytes(t, img, last)
+			clean := off(wantEnd)
+			if segs := segments(t, img); segs[len(segs)-1] == last {
+				clean += frameSize(len("after"))
+			}
+			require.Equal(t, -1, lastNonZero(damaged, clean), "%s: stale bytes left after the log's end", name)
+			cases++
+		}
+	}
+	t.Logf("%d cuts recovered", cases)
+}
+
+// TestHoleThenUnsyncedFrames: a crash kept frames written after a hole (an
+// unsynced frame that did not reach the disk). Their watermarks are not
+// above the hole, so it is a torn tail: truncated, no error.
+func TestHoleThenUnsyncedFrames(t *testing.T) {
+	for _, fill := range []string{"zeros", "stale"} {
+		t.Run("hole="+fill, func(t *testing.T) {
+			mem := vfs.NewMem()
+			opts := wal.Options{Policy: policy.SyncNever()}
+			l := openLog(t, mem, opts)
+			var recs [][]byte
+			var lsns []wal.LSN
+			for i := range 6 {
+				rec := record(0, i, 40+i*10)
+				lsn, err := l.Append(rec)
+				require.NoError(t, err)
+				recs, lsns = append(recs, rec), append(lsns, lsn)
+				if i == 2 {
+					require.NoError(t, l.Sync()) // 0..2 synced, 3..5 only written
+				}
+			}
+			img := mem.ProcessCrash()
+			require.NoError(t, l.Close())
+
+			seg := segments(t, img)[0]
+			b := fileBytes(t, img, seg)
+			hole := b[segHeader+int(lsns[3]) : segHeader+int(lsns[4])]
+			for i := range hole {
+				hole[i] = 0
+				if fill == "stale" {
+					hole[i] = byte(i*7 + 3)
+				}
+			}
+			setFile(t, img, seg, b)
+
+			l = openLog(t, img, opts)
+			info := l.Recovered()
+			assert.Equal(t, lsns[3], info.EndLSN)
+			assert.Equal(t, int64(l.AppendedLSN()), int64(lsns[3]))
+			endOfLast := int64(lsns[5]) + int64(segHeader+frameHeader+len(recs[5]))
+			assert.LessOrEqual(t, info.TornBytes, endOfLast-int64(segHeader)-int64(lsns[3]))
+			assert.Greater(t, info.TornBytes, int64(lsns[5]-lsns[3]), "the unsynced frames after the hole are part of the torn tail")
+			_, got := readAll(t, l, 0)
+			require.Equal(t, recs[:3], got)
+			lsn, err := l.Append([]byte("after"))
+			require.NoError(t, err)
+			require.Equal(t, lsns[3], lsn)
+			require.NoError(t, l.Close())
+
+			_, got, info = replay(t, img, opts)
+			require.Equal(t, append(recs[:3:3], []byte("after")), got)
+			require.Zero(t, info.TornBytes)
+		})
+	}
+}
+
+// corruptOpen opens the log on fsys and returns the *CorruptionError Open
+// must fail with.
+func corruptOpen(t *testing.T, fsys vfs.FS, opts wal.Options) *wal.CorruptionError {
+	t.Helper()
+	opts.FS = fsys
+	if opts.SegmentSize == 0 {
+		opts.SegmentSize = testSegmentSize
+	}
+	l, err := wal.Open(logDir, opts)
+	require.Error(t, err)
+	require.Nil(t, l)
+	require.ErrorIs(t, err, wal.ErrCorrupt)
+	var ce *wal.CorruptionError
+	require.True(t, errors.As(err, &ce), "%v is not a *CorruptionError", err)
+	require.Contains(t, err.Error(), ce.Segment)
+	// A failed Open releases the lock: the next attempt fails the same way.
+	_, err2 := wal.Open(logDir, opts)
+	require.ErrorIs(t, err2, wal.ErrCorrupt)
+	return ce
+}
+
+// TestBitFlipInSyncedFrame flips one bit at a time in a synced frame that
+// later frames' watermarks cover: Open must fail naming segment and offset.
+func TestBitFlipInSyncedFrame(t *testing.T) {
+	w := writeLog(t, wal.Options{}, []int{50, 60, 70, 80, 90}) // sync every commit
+	seg := segments(t, w.mem)[0]
+	orig := fileBytes(t, w.mem, seg)
+	for _, k := range []int{0, 1, 3} { // the frame at LSN w.lsns[k]
+		at := segHeader + int(w.lsns[k])
+		for i := at; i < at+frameHeader+len(w.recs[k]); i += 3 {
+			for _, bit := range []byte{0x01, 0x80} {
+				img := w.mem.ProcessCrash()
+				b := bytes.Clone(orig)
+				b[i] ^= bit
+				setFile(t, img, seg, b)
+				ce := corruptOpen(t, img, w.opts)
+				assert.Equal(t, seg, ce.Segment, "flip at %d", i)
+				assert.Equal(t, int64(at), ce.Offset, "flip at %d", i)
+				assert.NotEmpty(t, ce.Reason)
+			}
+		}
+	}
+}
+
+// TestDamagedLastFrameIsTorn documents the limit of the watermark rule: the
+// last frame has no later frame to vouch for it, so damage there is
+// indistinguishable from a torn write and is truncated.
+func TestDamagedLastFrameIsTorn(t *testing.T) {
+	w := writeLog(t, wal.Options{}, []int{50, 60, 70})
+	seg := segments(t, w.mem)[0]
+	b := fileBytes(t, w.mem, seg)
+	b[segHeader+int(w.lsns[2])+frameHeader+5] ^= 0x10
+	img := w.mem.ProcessCrash()
+	setFile(t, img, seg, b)
+	_, got, info := replay(t, img, w.opts)
+	assert.Equal(t, w.recs[:2], got)
+	assert.Equal(t, w.lsns[2], info.EndLSN)
+	assert.Positive(t, info.TornBytes)
+}
+
+func TestDamageInNonLastSegment(t *testing.T) {
+	opts := wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncNever()}
+	sizes := make([]int, 60)
+	for i := range sizes {
+		sizes[i] = 100 + i
+	}
+	w := writeLog(t, opts, sizes)
+	segs := segments(t, w.mem)
+	require.GreaterOrEqual(t, len(segs), 3)
+
+	for _, tc := range []struct {
+		name   string
+		damage func(b []byte) int // returns the expected offset
+	}{
+		{"first frame", func(b []byte) int { b[segHeader+frameHeader] ^= 1; return segHeader }},
+		{"a middle frame", func(b []byte) int {
+			// walk the frames to the third one
+			off := segHeader
+			for range 2 {
+				n := int(b[off+8]) | int(b[off+9])<<8
+				off += frameSize(n)
+			}
+			b[off+frameHeader+3] ^= 0x40
+			return off
+		}},
+		{"zeroed frame", func(b []byte) int {
+			off := segHeader
+			n := int(b[off+8]) | int(b[off+9])<<8
+			off += frameSize(n)
+			clear(b[off : off+frameHeader])
+			return off
+		}},
+		{"bad header", func(b []byte) int { b[3] ^= 1; return 0 }},
+	} {
+		for _, seg := range segs[:2] {
+			t.Run(tc.name+"/"+seg, func(t *testing.T) {
+				img := w.mem.ProcessCrash()
+				b := fileBytes(t, img, seg)
+				wantOff := tc.damage(b)
+				setFile(t, img, seg, b)
+				ce := corruptOpen(t, img, opts)
+				assert.Equal(t, seg, ce.Segment)
+				assert.Equal(t, int64(wantOff), ce.Offset)
+			})
+		}
+	}
+	t.Run("non-last segment cut short", func(t *testing.T) {
+		img := w.mem.ProcessCrash()
+		b := fileBytes(t, img, segs[0])
+		setFile(t, img, segs[0], b[:len(b)/2])
+		ce := corruptOpen(t, img, opts)
+		assert.Equal(t, segs[0], ce.Segment)
+	})
+	t.Run("last segment bad header", func(t *testing.T) {
+		img := w.mem.ProcessCrash()
+		last := segs[len(segs)-1]
+		b := fileBytes(t, img, last)
+		b[20] ^= 1 // the first LSN in the header
+		setFile(t, img, last, b)
+		ce := corruptOpen(t, img, opts)
+		assert.Equal(t, last, ce.Segment)
+		assert.Zero(t, ce.Offset)
+	})
+	t.Run("last segment shorter than its header", func(t *testing.T) {
+		img := w.mem.ProcessCrash()
+		last := segs[len(segs)-1]
+		setFile(t, img, last, fileBytes(t, img, last)[:10])
+		ce := corruptOpen(t, img, opts)
+		assert.Equal(t, last, ce.Segment)
+	})
+}
+
+func TestMissingSegment(t *testing.T) {
+	opts := wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncNever()}
+	sizes := make([]int, 100)
+	for i := range sizes {
+		sizes[i] = 100 + i%50
+	}
+	w := writeLog(t, opts, sizes)
+	segs := segments(t, w.mem)
+	require.GreaterOrEqual(t, len(segs), 4)
+	for i := 1; i < len(segs)-1; i++ {
+		img := w.mem.ProcessCrash()
+		require.NoError(t, img.Remove(filepath.Join(logDir, segs[i])))
+		ce := corruptOpen(t, img, opts)
+		assert.Equal(t, segs[i-1], ce.Segment, "removed %s", segs[i])
+	}
+	// Missing oldest segments are a checkpoint, not damage.
+	img := w.mem.ProcessCrash()
+	require.NoError(t, img.Remove(filepath.Join(logDir, segs[0])))
+	_, got, info := replay(t, img, opts)
+	assert.Equal(t, segFirst(t, segs[1]), info.FirstLSN)
+	assert.NotEmpty(t, got)
+	assert.Equal(t, w.recs[len(w.recs)-len(got):], got)
+}
+
+func TestForeignFile(t *testing.T) {
+	for _, name := range []string{"notes.txt", "0001.wal", "00000000000000000000.wal.bak", "123456789012345678901.wal"} {
+		t.Run(name, func(t *testing.T) {
+			w := writeLog(t, wal.Options{}, []int{10})
+			f, err := w.mem.Create(filepath.Join(logDir, name))
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+			_, err = wal.Open(logDir, wal.Options{FS: w.mem, SegmentSize: testSegmentSize})
+			require.ErrorIs(t, err, wal.ErrForeignFile)
+			require.Contains(t, err.Error(), name)
+		})
+	}
+}
+
+func TestLeftoverTempRemoved(t *testing.T) {
+	w := writeLog(t, wal.Options{}, []int{10, 20})
+	for _, name := range []string{"prepare-7.wal.tmp", "x.wal.tmp"} {
+		f, err := w.mem.Create(filepath.Join(logDir, name))
+		require.NoError(t, err)
+		_, err = f.WriteAt([]byte("junk"), 0)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+	}
+	_, got, info := replay(t, w.mem, w.opts)
+	assert.Equal(t, w.recs, got)
+	assert.Equal(t, 2, info.RemovedTemp)
+	names, err := w.mem.PowerLoss(vfs.DropAll()).List(logDir)
+	require.NoError(t, err)
+	for _, n := range names {
+		assert.False(t, strings.HasSuffix(n, ".tmp"), "%s survived (removal synced)", n)
+	}
+}
+
+// FuzzRecover puts arbitrary bytes after a valid header in the only
+// segment: Open either fails with ErrCorrupt or succeeds, and then reads
+// back records a second Open sees identically, and the log takes appends.
+func FuzzRecover(f *testing.F) {
+	const segSize = 4 << 10
+	opts := wal.Options{SegmentSize: segSize, Policy: policy.SyncNever()}
+	seed := writeLog(f, opts, []int{1, 7, 30, 100})
+	segb := fileBytes(f, seed.mem, segments(f, seed.mem)[0])
+	header := bytes.Clone(segb[:segHeader])
+	body := segb[segHeader : segHeader+int(seed.end)]
+	f.Add(bytes.Clone(body))
+	f.Add(bytes.Clone(body[:len(body)-9]))
+	f.Add(append(bytes.Clone(body), 1, 2, 3))
+	f.Add([]byte{})
+	f.Add(make([]byte, 100))
+	hole := bytes.Clone(body)
+	clear(hole[32:40])
+	f.Add(hole)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > 2*segSize {
+			b = b[:2*segSize]
+		}
+		mem := vfs.NewMem()
+		require.NoError(t, mem.MkdirAll(logDir, 0o755))
+		name := filepath.Join(logDir, "00000000000000000000.wal")
+		file, err := mem.Create(name)
+		require.NoError(t, err)
+		_, err = file.WriteAt(append(bytes.Clone(header), b...), 0)
+		require.NoError(t, err)
+		require.NoError(t, file.Close())
+
+		o := opts
+		o.FS = mem
+		l, err := wal.Open(logDir, o)
+		if err != nil {
+			require.ErrorIs(t, err, wal.ErrCorrupt)
+			return
+		}
+		lsns, recs := readAll(t, l, 0)
+		end := l.AppendedLSN()
+		require.NoError(t, l.Close())
+
+		l, err = wal.Open(logDir, o)
+		require.NoError(t, err)
+		require.Zero(t, l.Recovered().TornBytes)
+		lsns2, recs2 := readAll(t, l, 0)
+		require.Equal(t, lsns, lsns2)
+		require.Equal(t, recs, recs2)
+		require.Equal(t, end, l.AppendedLSN())
+		lsn, err := l.Append([]byte("next"))
+		require.NoError(t, err)
+		require.Equal(t, end, lsn)
+		require.NoError(t, l.Close())
+		_, recs3, _ := replay(t, mem, opts)
+		require.Equal(t, append(recs, []byte("next")), recs3)
+	})
+}
