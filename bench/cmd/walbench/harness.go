@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/durawal/durawal/bench/internal/measure"
+	"github.com/durawal/durawal/groupcommit"
+	"github.com/durawal/durawal/policy"
+	"github.com/durawal/durawal/wal"
+	"github.com/durawal/durawal/wal/vfs"
+)
+
+// env is what every experiment runs in: the configuration, the run
+// directory, progress and warning output, and the counter checks so far.
+type env struct {
+	ctx    context.Context
+	cfg    config
+	root   string
+	stderr io.Writer
+	start  time.Time
+	seq    int
+	rec    []byte  // the record every commit appends
+	checks []check // one per log opened
+}
+
+func newEnv(ctx context.Context, cfg config, root string, stderr io.Writer) *env {
+	rec := make([]byte, cfg.size)
+	for i := range rec {
+		rec[i] = byte('a' + i%26)
+	}
+	return &env{ctx: ctx, cfg: cfg, root: root, stderr: stderr, start: time.Now(), rec: rec}
+}
+
+// progressf writes one progress line to stderr, stamped with the time since
+// the run began.
+func (e *env) progressf(format string, args ...any) {
+	fmt.Fprintf(e.stderr, "walbench [%5.1fs] %s\n", time.Since(e.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// warnf writes a warning line to stderr.
+func (e *env) warnf(format string, args ...any) {
+	fmt.Fprintf(e.stderr, "walbench: warning: %s\n", fmt.Sprintf(format, args...))
+}
+
+// subdir returns a fresh, not yet existing directory name under the run
+// directory.
+func (e *env) subdir(name string) string {
+	e.seq++
+	return filepath.Join(e.root, fmt.Sprintf("%03d-%s", e.seq, name))
+}
+
+// check compares one log's fsync counters with the system calls a
+// vfs.Counter saw under it, over the log's whole life (Open to Close).
+type check struct {
+	Run         string `json:"run"`
+	Fsyncs      uint64 `json:"stats_fsyncs"`
+	SyncCalls   int64  `json:"vfs_sync_calls"`
+	DirSyncs    uint64 `json:"stats_dir_syncs"`
+	SyncDirOps  int64  `json:"vfs_syncdir_calls"`
+	FsyncErrors uint64 `json:"stats_fsync_errors"`
+	Agree       bool   `json:"agree"`
+}
+
+// spec describes one measured run of a log.
+type spec struct {
+	name       string        // row label, also the subdirectory name
+	pol        policy.Policy // flush policy
+	gc         groupcommit.Options
+	committers int           // goroutines committing concurrently
+	each       int           // commits per committer, or
+	duration   time.Duration // commit until this much time has passed
+	batch      int           // records per commit (AppendBatch) if > 1
+	keepCDF    bool          // keep the sorted samples for the CDF chart
+}
+
+// result is one measured run: the counters over the measured window (from
+// after Open to after the last commit returned), its latencies, and rates.
+type result struct {
+	Name            string          `json:"name"`
+	Policy          string          `json:"policy"`
+	Committers      int             `json:"committers"`
+	RecordSize      int             `json:"record_size"`
+	RecordsPer      int             `json:"records_per_commit"`
+	Commits         uint64          `json:"commits"`
+	Elapsed         time.Duration   `json:"elapsed_ns"`
+	CommitsPerSec   float64         `json:"commits_per_sec"`
+	RecordsPerSec   float64         `json:"records_per_sec"`
+	Fsyncs          uint64          `json:"fsyncs"`
+	CommitsPerFsync float64         `json:"commits_per_fsync"`
+	FsyncsPerCommit float64         `json:"fsyncs_per_commit"`
+	WriteCalls      uint64          `json:"write_calls"`
+	BytesWritten    uint64          `json:"bytes_written"`
+	BackgroundSyncs uint64          `json:"background_syncs"`
+	Rolls           uint64          `json:"rolls"`
+	BufferFullWaits uint64          `json:"buffer_full_waits"`
+	PostponedWrites uint64          `json:"postponed_writes"`
+	DelayedWrites   uint64          `json:"delayed_writes"`
+	Groups          uint64          `json:"groups"`
+	GroupSizeMean   float64         `json:"group_size_mean"`
+	GroupSizeMax    uint64          `json:"group_size_max"`
+	AdaptiveWaits   uint64          `json:"adaptive_waits"`
+	AdaptiveMerges  uint64          `json:"adaptive_merges"`
+	FsyncMax        time.Duration   `json:"fsync_max_ns"`
+	FsyncMean       time.Duration   `json:"fsync_mean_ns"`
+	Latency         measure.Summary `json:"latency"`
+	CDF             []measure.Point `json:"latency_cdf,omitempty"`
+}
+
+// measureRun opens a log for s in a fresh subdirectory, drives its
+// committers, closes the log, checks the fsync counters against the
+// syscall count, removes the subdirectory, and returns the window's figures.
+func (e *env) measureRun(s spec) (res result, err error) {
+	if err := e.ctx.Err(); err != nil {
+		return res, err
+	}
+	dir := e.subdir(s.name)
+	defer os.RemoveAll(dir)
+	counter := &vfs.Counter{}
+	l, err := wal.Open(dir, wal.Options{
+		Policy:      s.pol,
+		GroupCommit: s.gc,
+		SegmentSize: e.cfg.segment,
+		FS:          vfs.Inject(vfs.OS(), counter),
+	})
+	if err != nil {
+		return res, fmt.Errorf("%s: %w", s.name, err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			l.Close()
+		}
+	}()
+
+	batch := max(s.batch, 1)
+	recs := make([][]byte, batch)
+	for i := range recs {
+		recs[i] = e.rec
+	}
+	commit := func(ctx context.Context) error {
+		if batch > 1 {
+			_, err := l.AppendBatch(ctx, recs)
+			return err
+		}
+		_, err := l.AppendContext(ctx, e.rec)
+		return err
+	}
+
+	before := l.Stats()
+	samples, elapsed, err := drive(e.ctx, s.committers, s.each, s.duration, commit)
+	after := l.Stats()
+	if err != nil {
+		return res, fmt.Errorf("%s: %w", s.name, err)
+	}
+	closed = true
+	cerr := l.Close()
+	total := l.Stats()
+	if cerr != nil {
+		return res, fmt.Errorf("%s: close: %w", s.name, cerr)
+	}
+	e.addCheck(s.name, total, counter)
+
+	res = windowResult(s, before, after, elapsed, batch)
+	res.RecordSize = e.cfg.size
+	res.Latency = measure.Summarize(samples) // sorts samples
+	if s.keepCDF {
+		res.CDF = measure.CDF(samples, 200)
+	}
+	return res, nil
+}
+
+// windowResult derives a result from the counters before and after the
+// measured window.
+func windowResult(s spec, before, after wal.Stats, elapsed time.Duration, batch int) result {
+	r := result{
+		Name:            s.name,
+		Policy:          s.pol.String(),
+		Committers:      s.committers,
+		RecordsPer:      batch,
+		Commits:         after.Commits - before.Commits,
+		Elapsed:         elapsed,
+		Fsyncs:          after.Fsyncs - before.Fsyncs,
+		WriteCalls:      after.WriteCalls - before.WriteCalls,
+		BytesWritten:    after.BytesWritten - before.BytesWritten,
+		BackgroundSyncs: after.BackgroundSyncs - before.BackgroundSyncs,
+		Rolls:           after.Rolls - before.Rolls,
+		BufferFullWaits: after.BufferFullWaits - before.BufferFullWaits,
+		PostponedWrites: after.PostponedWrites - before.PostponedWrites,
+		DelayedWrites:   after.DelayedWrites - before.DelayedWrites,
+		Groups:          after.Group.Groups - before.Group.Groups,
+		GroupSizeMax:    after.Group.GroupSizeMax,
+		AdaptiveWaits:   after.Group.AdaptiveWaits - before.Group.AdaptiveWaits,
+		AdaptiveMerges:  after.Group.AdaptiveMerges - before.Group.AdaptiveMerges,
+		FsyncMax:        after.FsyncMaxDuration,
+	}
+	if sec := elapsed.Seconds(); sec > 0 {
+		r.CommitsPerSec = float64(r.Commits) / sec
+		r.RecordsPerSec = float64(r.Commits) * float64(batch) / sec
+	}
+	if r.Fsyncs > 0 {
+		r.CommitsPerFsync = float64(r.Commits) / float64(r.Fsyncs)
+		r.FsyncMean = (after.FsyncTimeTotal - before.FsyncTimeTotal) / time.Duration(r.Fsyncs)
+	}
+	if r.Commits > 0 {
+		r.FsyncsPerCommit = float64(r.Fsyncs) / float64(r.Commits)
+	}
+	if r.Groups > 0 {
+		r.GroupSizeMean = float64(after.Group.Commits-before.Group.Commits) / float64(r.Groups)
+	}
+	return r
+}
+
+// addCheck records, and warns about, a disagreement between the log's own
+// fsync counters and the system calls the vfs.Counter saw.
+func (e *env) addCheck(run string, st wal.Stats, c *vfs.Counter) {
+	ch := check{
+		Run: run, Fsyncs: st.Fsyncs, SyncCalls: c.Count(vfs.OpSync),
+		DirSyncs: st.DirSyncs, SyncDirOps: c.Count(vfs.OpSyncDir), FsyncErrors: st.FsyncErrors,
+	}
+	// Failed syncs reach the FS but are not counted as fsyncs.
+	ch.Agree = int64(ch.Fsyncs+ch.FsyncErrors) == ch.SyncCalls && int64(ch.DirSyncs) == ch.SyncDirOps
+	if !ch.Agree {
+		e.warnf("%s: wal.Stats says %d fsyncs + %d failed and %d directory syncs, the filesystem saw %d sync and %d syncdir calls",
+			run, ch.Fsyncs, ch.FsyncErrors, ch.DirSyncs, ch.SyncCalls, ch.SyncDirOps)
+	}
+	e.checks = append(e.checks, ch)
+}
+
+// drive runs commit on n goroutines, each either each times or, if each is
+// 0, until d has passed, all starting together. It returns every commit's
+// latency and the time from the start until the last committer finished.
+// The first error stops every committer.
+func drive(ctx context.Context, n, each int, d time.Duration, commit func(context.Context) error) ([]time.Duration, time.Duration, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	recs := make([]*measure.Recorder, n)
+	hint := each
+	if hint == 0 {
+		hint = 1024
+	}
+	for i := range recs {
+		recs[i] = measure.NewRecorder(hint)
+	}
+	var (
+		wg      sync.WaitGroup
+		stop    atomic.Bool
+		startCh = make(chan struct{})
+	)
+	for i := range n {
+		rec := recs[i]
+		wg.Go(func() {
+			<-startCh
+			for k := 0; each == 0 || k < each; k++ {
+				if stop.Load() || ctx.Err() != nil {
+					return
+				}
+				if err := rec.Time(func() error { return commit(ctx) }); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		})
+	}
+	start := time.Now()
+	close(startCh)
+	if each == 0 {
+		t := time.AfterFunc(d, func() { stop.Store(true) })
+		defer t.Stop()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := context.Cause(ctx); err != nil {
+		return nil, elapsed, err
+	}
+	return measure.Merge(recs...), elapsed, nil
+}

@@ -1,0 +1,300 @@
+// Command walbench reruns, against durawal on a real directory, the
+// experiments of the four articles the project reproduces
+// (shared/seeds/README.md), and prints their tables in Markdown:
+//
+//	disk    the baseline: raw write+fdatasync and raw write latency on a
+//	        preallocated file in the same directory, the physical limit of
+//	        this disk that every other table can be read against
+//	levels  article 004: 10,000 commits under InnoDB levels 1, 2 and 0 on one
+//	        goroutine, then level 1 over 8 goroutines (fsyncs, commits/s,
+//	        commits per fsync)
+//	aof     article 001: Redis appendfsync always/everysec/no: latency of
+//	        3,000 synchronous commits, batches of 2,000 records, 1 vs 8
+//	        committers, delayed fsyncs
+//	cliff   article 002: commit latency p50/p95/p99 for 1, 8, 16, 32
+//	        committers at level 1, level 2, level 1 with a 500 µs / 10-commit
+//	        group delay, and level 1 without the adaptive merge wait
+//	tail    article 000: 16 committers for a fixed time at levels 1, 2, 0
+//	        (commits/s, p50, p99, log-buffer waits)
+//
+// Usage:
+//
+//	go run ./bench/cmd/walbench [-exp disk,levels,aof,cliff,tail] [-quick]
+//	    [-dir PARENT] [-size BYTES] [-json FILE] [-plot DIR]
+//
+// How to read it: every figure is measured here, on this machine and this
+// directory's disk; the columns labelled "article" are the articles'
+// figures, from their hardware and their database, and are printed only so
+// the shape can be compared (which setting wins, by how much), never the
+// absolute numbers. Read commits/s at level 1 against the disk table's
+// write+fdatasync ops/s: one goroutine cannot beat it, and group commit is
+// how many goroutines do. The fsync counts come from wal.Stats and are
+// checked against the system calls counted by a vfs.Counter under the log;
+// a warning line says if they ever disagree. On tmpfs or overlayfs fsync is
+// nearly free and the tables say little; walbench warns when it sees them.
+//
+// Each log is opened in a fresh subdirectory of a fresh run directory
+// (under -dir, default TMPDIR), removed when its run ends; the run directory
+// is removed at exit. A default run takes about a minute or two; -quick is a
+// smoke run of a few seconds with reduced counts.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/durawal/durawal/wal"
+)
+
+// experiments lists the experiment names in the order they run; disk runs
+// first so the other tables can be read against it.
+var experiments = []string{"disk", "levels", "aof", "cliff", "tail"}
+
+// errUsage marks an error in the command line (exit status 2).
+var errUsage = errors.New("usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(os.Stderr, "walbench:", strings.TrimPrefix(err.Error(), "usage: "))
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "walbench:", err)
+		os.Exit(1)
+	}
+}
+
+// config is the parsed command line.
+type config struct {
+	parent  string   // where the run directory is created
+	quick   bool     // reduced counts
+	exps    []string // experiments to run, in run order
+	size    int      // record size in bytes
+	segment int64    // segment size in bytes
+	json    string   // -json file, or ""
+	plot    string   // -plot directory, or ""
+	counts  counts
+}
+
+// counts sizes the experiments; quickCounts is the -quick smoke run.
+type counts struct {
+	diskSyncs, diskWrites int           // disk: operations timed
+	levelCommits          int           // levels: commits per run (article: 10,000)
+	aofCommits            int           // aof: synchronous commits (article: 3,000)
+	aofBatch              int           // aof: records per batch (article: 2,000)
+	aofBatchTime          time.Duration // aof: batches run for this long
+	aofClientTime         time.Duration // aof: 1 vs 8 committers run for this long
+	cliffPerCommitter     int           // cliff: commits per committer
+	tailTime              time.Duration // tail: each level runs for this long
+}
+
+var (
+	defaultCounts = counts{
+		diskSyncs: 2000, diskWrites: 20000,
+		levelCommits: 10000,
+		aofCommits:   3000, aofBatch: 2000, aofBatchTime: time.Second, aofClientTime: 1500 * time.Millisecond,
+		cliffPerCommitter: 300,
+		tailTime:          2 * time.Second,
+	}
+	quickCounts = counts{
+		diskSyncs: 100, diskWrites: 1000,
+		levelCommits: 500,
+		aofCommits:   200, aofBatch: 2000, aofBatchTime: 100 * time.Millisecond, aofClientTime: 150 * time.Millisecond,
+		cliffPerCommitter: 20,
+		tailTime:          150 * time.Millisecond,
+	}
+)
+
+// quickSegment is the segment size of a -quick run unless -segment is
+// given: zero-filling 64 MiB per log would dominate a smoke run.
+const quickSegment = 4 << 20
+
+// parseFlags parses args into a config. Errors wrap errUsage, or are
+// flag.ErrHelp after the usage was printed to stderr.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("walbench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	dir := fs.String("dir", "", "parent `directory` of the run directory (default TMPDIR); must be on the disk to measure")
+	quick := fs.Bool("quick", false, "smoke run with reduced counts (a few seconds)")
+	exp := fs.String("exp", strings.Join(experiments, ","), "comma-separated `experiments` to run: "+strings.Join(experiments, ", "))
+	size := fs.Int("size", 100, "record size in `bytes`")
+	segment := fs.Int64("segment", 0, "segment size in `bytes` (default: wal.DefaultSegmentSize, 4 MiB with -quick)")
+	jsonPath := fs.String("json", "", "write every raw figure as JSON to `file`")
+	plotDir := fs.String("plot", "", "write SVG charts into `directory`")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fmt.Fprintln(stderr, "usage: walbench [flags]  (reruns the articles' durability experiments on this disk)")
+			fs.PrintDefaults()
+			return config{}, err
+		}
+		return config{}, fmt.Errorf("%w: %v (run walbench -h for the flags)", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("%w: unexpected argument %q (run walbench -h for the flags)", errUsage, fs.Arg(0))
+	}
+	c := config{parent: *dir, quick: *quick, size: *size, segment: *segment, json: *jsonPath, plot: *plotDir, counts: defaultCounts}
+	if c.quick {
+		c.counts = quickCounts
+	}
+	for _, name := range strings.Split(*exp, ",") {
+		name = strings.TrimSpace(name)
+		switch {
+		case name == "":
+		case !slices.Contains(experiments, name):
+			return config{}, fmt.Errorf("%w: -exp: unknown experiment %q, want some of %s", errUsage, name, strings.Join(experiments, ","))
+		case !slices.Contains(c.exps, name):
+			c.exps = append(c.exps, name)
+		}
+	}
+	if len(c.exps) == 0 {
+		return config{}, fmt.Errorf("%w: -exp: no experiment named", errUsage)
+	}
+	slices.SortFunc(c.exps, func(a, b string) int { return slices.Index(experiments, a) - slices.Index(experiments, b) })
+	if c.size < 1 || c.size > 1<<20 {
+		return config{}, fmt.Errorf("%w: -size %d: want 1..%d bytes", errUsage, c.size, 1<<20)
+	}
+	switch {
+	case c.segment == 0 && c.quick:
+		c.segment = quickSegment
+	case c.segment == 0:
+		c.segment = wal.DefaultSegmentSize
+	case c.segment < wal.MinSegmentSize || c.segment > wal.MaxSegmentSize:
+		return config{}, fmt.Errorf("%w: -segment %d: want %d..%d bytes", errUsage, c.segment, wal.MinSegmentSize, wal.MaxSegmentSize)
+	}
+	if int64(c.size)*int64(c.counts.aofBatch) > c.segment/2 {
+		return config{}, fmt.Errorf("%w: -size %d: a batch of %d records must fit half a %d-byte segment", errUsage, c.size, c.counts.aofBatch, c.segment)
+	}
+	return c, nil
+}
+
+// run parses args, runs the chosen experiments and writes the report to
+// stdout, progress and warnings to stderr. It is main without os.Exit.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	root, err := makeRunDir(cfg.parent)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+
+	var jsonFile *os.File
+	if cfg.json != "" { // fail before the long run, not after it
+		if jsonFile, err = os.Create(cfg.json); err != nil {
+			return fmt.Errorf("-json: %w", err)
+		}
+		defer jsonFile.Close()
+	}
+	if cfg.plot != "" {
+		if err := os.MkdirAll(cfg.plot, 0o755); err != nil {
+			return fmt.Errorf("-plot: %w", err)
+		}
+	}
+
+	e := newEnv(ctx, cfg, root, stderr)
+	rep := &report{Header: collectHeader(root, cfg)}
+	for _, w := range rep.Header.Warnings {
+		e.warnf("%s", w)
+	}
+	writeHeader(stdout, rep.Header)
+	for _, name := range cfg.exps {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var tables []table
+		switch name {
+		case "disk":
+			rep.Disk, err = runDisk(e)
+			tables = diskTables(rep.Disk)
+		case "levels":
+			rep.Levels, err = runLevels(e)
+			tables = levelsTables(rep.Levels, rep.Disk)
+		case "aof":
+			rep.AOF, err = runAOF(e)
+			tables = aofTables(rep.AOF, rep.Disk)
+		case "cliff":
+			rep.Cliff, err = runCliff(e)
+			tables = cliffTables(rep.Cliff)
+		case "tail":
+			rep.Tail, err = runTail(e)
+			tables = tailTables(rep.Tail, rep.Disk)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		for _, t := range tables {
+			t.write(stdout)
+		}
+	}
+	rep.Checks = e.checks
+	rep.Elapsed = time.Since(e.start)
+	writeChecks(stdout, rep)
+	if jsonFile != nil {
+		if err := writeJSON(jsonFile, rep); err != nil {
+			return fmt.Errorf("-json: %w", err)
+		}
+	}
+	if cfg.plot != "" {
+		if err := writePlots(cfg.plot, rep); err != nil {
+			return fmt.Errorf("-plot: %w", err)
+		}
+	}
+	e.progressf("done in %s", rep.Elapsed.Round(100*time.Millisecond))
+	return nil
+}
+
+// makeRunDir creates a fresh run directory under parent (TMPDIR if empty)
+// and checks that files can be created and synced in it.
+func makeRunDir(parent string) (string, error) {
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	st, err := os.Stat(parent)
+	if err != nil {
+		return "", fmt.Errorf("-dir %s: %w", parent, unwrapPath(err))
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("-dir %s: not a directory", parent)
+	}
+	root, err := os.MkdirTemp(parent, "walbench-")
+	if err != nil {
+		return "", fmt.Errorf("-dir %s: cannot create a run directory: %w", parent, unwrapPath(err))
+	}
+	probe := filepath.Join(root, "probe")
+	f, err := os.Create(probe)
+	if err == nil {
+		err = f.Sync()
+		f.Close()
+	}
+	if err != nil {
+		os.RemoveAll(root)
+		return "", fmt.Errorf("-dir %s: cannot write and sync a file: %w", parent, unwrapPath(err))
+	}
+	os.Remove(probe)
+	return root, nil
+}
+
+// unwrapPath drops the *PathError wrapper whose path the caller already names.
+func unwrapPath(err error) error {
+	if pe, ok := errors.AsType[*os.PathError](err); ok {
+		return pe.Err
+	}
+	return err
+}

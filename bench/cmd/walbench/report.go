@@ -1,0 +1,184 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// report is everything one run measured; -json writes it whole.
+type report struct {
+	Header  header        `json:"header"`
+	Disk    *diskResult   `json:"disk,omitempty"`
+	Levels  *levelsResult `json:"levels,omitempty"`
+	AOF     *aofResult    `json:"aof,omitempty"`
+	Cliff   *cliffResult  `json:"cliff,omitempty"`
+	Tail    *tailResult   `json:"tail,omitempty"`
+	Checks  []check       `json:"counter_checks"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+}
+
+// table is one Markdown table with a title and notes above it.
+type table struct {
+	title  string
+	notes  []string
+	header []string
+	rows   [][]string
+}
+
+// write renders t as a Markdown section with aligned columns.
+func (t table) write(w io.Writer) {
+	fmt.Fprintf(w, "## %s\n\n", t.title)
+	for _, n := range t.notes {
+		fmt.Fprintf(w, "%s\n\n", n)
+	}
+	widths := make([]int, len(t.header))
+	for i, h := range t.header {
+		widths[i] = len([]rune(h))
+	}
+	for _, r := range t.rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], len([]rune(c)))
+		}
+	}
+	line := func(cells []string, numericRight bool) {
+		var b strings.Builder
+		b.WriteString("|")
+		for i, c := range cells {
+			pad := strings.Repeat(" ", widths[i]-len([]rune(c)))
+			if numericRight && i > 0 {
+				b.WriteString(" " + pad + c + " |")
+			} else {
+				b.WriteString(" " + c + pad + " |")
+			}
+		}
+		fmt.Fprintln(w, b.String())
+	}
+	line(t.header, false)
+	sep := make([]string, len(widths))
+	for i, wd := range widths {
+		if i == 0 {
+			sep[i] = strings.Repeat("-", wd)
+		} else {
+			sep[i] = strings.Repeat("-", wd-1) + ":"
+		}
+	}
+	line(sep, false)
+	for _, r := range t.rows {
+		line(r, true)
+	}
+	fmt.Fprintln(w)
+}
+
+// fmtUS formats a duration in microseconds: one decimal below 100 µs.
+func fmtUS(d time.Duration) string {
+	us := float64(d) / float64(time.Microsecond)
+	if us < 100 {
+		return strconv.FormatFloat(us, 'f', 1, 64)
+	}
+	return fmtInt(int(us + 0.5))
+}
+
+// fmtMS formats a duration in milliseconds with one decimal.
+func fmtMS(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64)
+}
+
+// fmtRate formats a rate per second with thousands separators.
+func fmtRate(r float64) string { return fmtInt(int(r + 0.5)) }
+
+// fmtRatio formats a ratio with two significant decimals.
+func fmtRatio(r float64) string {
+	if r >= 1000 {
+		return fmtRate(r)
+	}
+	if r >= 10 {
+		return strconv.FormatFloat(r, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(r, 'f', 2, 64)
+}
+
+// fmtInt formats n with thousands separators: 10,209.
+func fmtInt[N int | int64 | uint64](n N) string {
+	s := strconv.FormatInt(int64(n), 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// writeHeader prints the machine and build the figures belong to.
+func writeHeader(w io.Writer, h header) {
+	fmt.Fprintf(w, "# walbench — the articles' durability experiments, rerun on this disk\n\n")
+	rows := [][2]string{
+		{"machine", fmt.Sprintf("%s, %d cores", h.CPU, h.Cores)},
+		{"go", h.GoVersion},
+		{"directory", h.Dir},
+		{"filesystem", h.FSType},
+		{"block device", h.Device},
+		{"durawal", h.Version},
+		{"record size", fmt.Sprintf("%d bytes", h.RecordSize)},
+		{"segment size", fmt.Sprintf("%s (zero-filled before use)", fmtBytes(h.SegmentSize))},
+		{"mode", h.Mode},
+		{"started", h.Started.Format(time.RFC3339)},
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "- %s: %s\n", r[0], r[1])
+	}
+	for _, warn := range h.Warnings {
+		fmt.Fprintf(w, "- **warning**: %s\n", warn)
+	}
+	fmt.Fprintf(w, "\nColumns headed \"article\" are the article's own figures, measured on its "+
+		"hardware with its database (shared/seeds/README.md): compare the shape, not the numbers.\n\n")
+}
+
+// writeChecks prints the counter cross-check summary.
+func writeChecks(w io.Writer, rep *report) {
+	bad := 0
+	var fsyncs uint64
+	for _, c := range rep.Checks {
+		fsyncs += c.Fsyncs
+		if !c.Agree {
+			bad++
+		}
+	}
+	fmt.Fprintf(w, "## counters\n\n")
+	if bad == 0 {
+		fmt.Fprintf(w, "wal.Stats fsync and directory-sync counts agreed with the system calls counted by "+
+			"vfs.Counter for all %d logs (%s fsyncs in all, Open to Close).\n\n", len(rep.Checks), fmtInt(fsyncs))
+	} else {
+		fmt.Fprintf(w, "**warning**: wal.Stats disagreed with the vfs.Counter syscall count for %d of %d logs; "+
+			"see the warnings on stderr and counter_checks in -json.\n\n", bad, len(rep.Checks))
+	}
+	fmt.Fprintf(w, "Total run time %s.\n", rep.Elapsed.Round(100*time.Millisecond))
+}
+
+// fmtBytes formats a byte count in binary units.
+func fmtBytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// writeJSON writes rep as indented JSON.
+func writeJSON(w io.Writer, rep *report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
