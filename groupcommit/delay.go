@@ -121,9 +121,12 @@ func (q *Queue) adaptiveWaitLocked() {
 
 // spinUntil yields the processor until arrivals reach target, the queue
 // fails, or bound has passed, and returns the arrivals seen. It spins rather
-// than sleeping on a timer: the committers it waits for need the processor
-// to come back, and a Go timer under 1 ms can fire up to 1 ms late once the
-// process goes idle.
+// than sleeping on a channel plus timer: the committers it waits for need the
+// processor to come back, and a Go timer under 1 ms can fire up to 1 ms late
+// once the process goes idle, which is exactly when nobody comes back.
+// Measured on 2 cores with fdatasync: both merged closed-loop cohorts equally
+// (k = 8–32), but with open-loop arrivals the timer's late firing stretched
+// the waits that did not pay off (p50 up to 2–3× the spin's at 2000–5000/s).
 func (q *Queue) spinUntil(target uint64, bound time.Duration) uint64 {
 	start := time.Now()
 	for i := 0; ; i++ {
