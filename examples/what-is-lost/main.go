@@ -83,20 +83,22 @@ func run(ctx context.Context, dir string, out io.Writer) error {
 	}
 	t.Fprint(out)
 
-	lesson.Explain(out, `Every row kept its promise if its "lost" is 0 where the promise
+	lesson.Explain(out, fmt.Sprintf(`Every row kept its promise if its "lost" is 0 where the promise
 		says nothing and its oldest loss lies inside the promised window elsewhere.
 		innodb=1 fsyncs before it acknowledges, so neither crash loses anything. The
 		policies that write at commit (innodb=2, everysec, no) lose nothing to kill -9,
 		because a write that returned is in the kernel's page cache, which outlives
 		the process; on power loss they lose what was written but not yet synced: up
-		to a second for the interval policies, and for no everything since the last
+		to a second for the interval policies (each crash here came %s in, so they lost
+		what followed the sync at the 1 s mark; a crash just before the next sync would
+		lose nearly a second), and for no everything since the last
 		sync, which here means everything (a real kernel writes back dirty pages within
 		about 30 s, the simulated power cut keeps none of them). The buffered policies
 		(innodb=0, async-commit) acknowledge from the log buffer in memory, so even
 		kill -9 loses their last interval; async-commit's window is shorter because
 		its writer wakes every 200 ms. Counts depend on the commit rate (four
 		committers, each pausing a millisecond between commits); the window in time
-		is what the policy bounds.`)
+		is what the policy bounds.`, runFor))
 	return nil
 }
 
