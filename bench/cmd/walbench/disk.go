@@ -10,11 +10,13 @@ import (
 
 // diskResult is the baseline: what this disk does without the log.
 type diskResult struct {
-	File      string `json:"file_bytes_note"`
+	File      string `json:"file"`
 	WriteSync diskOp `json:"write_datasync"`
-	Write     diskOp `json:"write"`
-	Datasync  string `json:"datasync_call"`
-	Size      int    `json:"size"`
+	// WriteSyncEnd repeats WriteSync at the end of the run (drift check).
+	WriteSyncEnd *diskOp `json:"write_datasync_end,omitempty"`
+	Write        diskOp  `json:"write"`
+	Datasync     string  `json:"datasync_call"`
+	Size         int     `json:"size"`
 }
 
 // diskOp is one timed operation: its latency and its rate.
@@ -25,56 +27,104 @@ type diskOp struct {
 	Latency   measure.Summary `json:"latency"`
 }
 
+// diskWarmup is how many untimed write+fdatasync calls precede the timed
+// ones, so that the first timed call does not pay for the zero-fill's
+// writeback.
+const diskWarmup = 50
+
 // runDisk times, on a preallocated zero-filled file in the run directory,
 // write(size)+fdatasync and a plain write(size) at consecutive offsets: the
 // same I/O a commit at level 1 and at level 2 makes, without the log.
 func runDisk(e *env) (*diskResult, error) {
 	c := e.cfg.counts
-	n := max(c.diskSyncs, c.diskWrites)
-	dir := e.subdir("disk")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	f, err := os.Create(dir + "/baseline")
+	f, fileSize, done, err := e.baselineFile(max(c.diskSyncs, c.diskWrites) + diskWarmup)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	// Zero-fill and sync first, as the log does with its segments, so that
-	// fdatasync flushes data only, never size or extent changes.
-	fileSize := int64(n) * int64(e.cfg.size)
-	zeros := make([]byte, 1<<20)
-	for off := int64(0); off < fileSize; off += int64(len(zeros)) {
-		if _, err := f.WriteAt(zeros[:min(int64(len(zeros)), fileSize-off)], off); err != nil {
-			return nil, err
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return nil, err
-	}
+	defer done()
 	res := &diskResult{
 		File:     fmt.Sprintf("%d bytes, preallocated and zero-filled", fileSize),
 		Datasync: datasyncName,
 		Size:     e.cfg.size,
 	}
-
 	e.progressf("disk: %d × write(%d B)+%s", c.diskSyncs, e.cfg.size, datasyncName)
-	if res.WriteSync, err = e.timeDiskOps(c.diskSyncs, func(i int) error {
-		if _, err := f.WriteAt(e.rec, int64(i)*int64(e.cfg.size)); err != nil {
-			return err
-		}
-		return datasync(f)
-	}); err != nil {
-		return nil, fmt.Errorf("write+%s: %w", datasyncName, err)
+	if res.WriteSync, err = e.timeWriteSync(f, c.diskSyncs); err != nil {
+		return nil, err
 	}
-
 	e.progressf("disk: %d × write(%d B)", c.diskWrites, e.cfg.size)
 	if res.Write, err = e.timeDiskOps(c.diskWrites, func(i int) error {
 		_, err := f.WriteAt(e.rec, int64(i)*int64(e.cfg.size))
 		return err
 	}); err != nil {
 		return nil, fmt.Errorf("write: %w", err)
+	}
+	return res, nil
+}
+
+// runDiskAgain repeats the write+fdatasync baseline on a fresh file at the
+// end of the run, to show how far the disk drifted meanwhile.
+func runDiskAgain(e *env, d *diskResult) error {
+	n := e.cfg.counts.diskSyncs
+	f, _, done, err := e.baselineFile(n + diskWarmup)
+	if err != nil {
+		return err
+	}
+	defer done()
+	e.progressf("disk: %d × write(%d B)+%s again (drift check)", n, e.cfg.size, datasyncName)
+	op, err := e.timeWriteSync(f, n)
+	if err != nil {
+		return err
+	}
+	d.WriteSyncEnd = &op
+	return nil
+}
+
+// baselineFile creates a zero-filled, synced file of n records in a fresh
+// subdirectory and returns it with its size and a function that removes it.
+func (e *env) baselineFile(n int) (*os.File, int64, func(), error) {
+	dir := e.subdir("disk")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, 0, nil, err
+	}
+	f, err := os.Create(dir + "/baseline")
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, 0, nil, err
+	}
+	done := func() { f.Close(); os.RemoveAll(dir) }
+	// Zero-fill and sync first, as the log does with its segments, so that
+	// fdatasync flushes data only, never size or extent changes.
+	fileSize := int64(n) * int64(e.cfg.size)
+	zeros := make([]byte, 1<<20)
+	for off := int64(0); off < fileSize; off += int64(len(zeros)) {
+		if _, err := f.WriteAt(zeros[:min(int64(len(zeros)), fileSize-off)], off); err != nil {
+			done()
+			return nil, 0, nil, err
+		}
+	}
+	if err := f.Sync(); err != nil { // the zero-fill and the file size, durable
+		done()
+		return nil, 0, nil, err
+	}
+	return f, fileSize, done, nil
+}
+
+// timeWriteSync times n write+fdatasync calls after diskWarmup untimed ones.
+func (e *env) timeWriteSync(f *os.File, n int) (diskOp, error) {
+	op := func(i int) error {
+		if _, err := f.WriteAt(e.rec, int64(i)*int64(e.cfg.size)); err != nil {
+			return err
+		}
+		return datasync(f) // the record just written, durable: one commit's I/O
+	}
+	for i := range diskWarmup {
+		if err := op(i); err != nil {
+			return diskOp{}, fmt.Errorf("write+%s: %w", datasyncName, err)
+		}
+	}
+	res, err := e.timeDiskOps(n, func(i int) error { return op(diskWarmup + i) })
+	if err != nil {
+		return diskOp{}, fmt.Errorf("write+%s: %w", datasyncName, err)
 	}
 	return res, nil
 }
@@ -119,4 +169,24 @@ func diskTables(d *diskResult) []table {
 			fmtUS(r.op.Latency.P99), fmtUS(r.op.Latency.Mean), fmtRate(r.op.OpsPerSec)})
 	}
 	return []table{t}
+}
+
+// diskDriftTable compares the baseline at the start and at the end.
+func diskDriftTable(d *diskResult) table {
+	t := table{
+		title:  fmt.Sprintf("disk — write+%s again at the end (drift check)", d.Datasync),
+		notes:  []string{"Virtual and shared disks drift; read ratios against whichever baseline is nearer in time."},
+		header: []string{"when", "ops", "p50 µs", "p99 µs", "mean µs", "ops/s"},
+	}
+	for _, r := range []struct {
+		name string
+		op   *diskOp
+	}{{"at the start", &d.WriteSync}, {"at the end", d.WriteSyncEnd}} {
+		if r.op == nil {
+			continue
+		}
+		t.rows = append(t.rows, []string{r.name, fmtInt(r.op.Ops), fmtUS(r.op.Latency.P50),
+			fmtUS(r.op.Latency.P99), fmtUS(r.op.Latency.Mean), fmtRate(r.op.OpsPerSec)})
+	}
+	return t
 }

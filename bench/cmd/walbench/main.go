@@ -96,7 +96,6 @@ type counts struct {
 	levelCommits          int           // levels: commits per run (article: 10,000)
 	aofCommits            int           // aof: synchronous commits (article: 3,000)
 	aofBatch              int           // aof: records per batch (article: 2,000)
-	aofBatchTime          time.Duration // aof: batches run for this long
 	aofClientTime         time.Duration // aof: 1 vs 8 committers run for this long
 	cliffPerCommitter     int           // cliff: commits per committer
 	tailTime              time.Duration // tail: each level runs for this long
@@ -106,14 +105,14 @@ var (
 	defaultCounts = counts{
 		diskSyncs: 2000, diskWrites: 20000,
 		levelCommits: 10000,
-		aofCommits:   3000, aofBatch: 2000, aofBatchTime: time.Second, aofClientTime: 1500 * time.Millisecond,
-		cliffPerCommitter: 300,
-		tailTime:          2 * time.Second,
+		aofCommits:   3000, aofBatch: 2000, aofClientTime: 2 * time.Second,
+		cliffPerCommitter: 400,
+		tailTime:          3 * time.Second,
 	}
 	quickCounts = counts{
 		diskSyncs: 100, diskWrites: 1000,
 		levelCommits: 500,
-		aofCommits:   200, aofBatch: 2000, aofBatchTime: 100 * time.Millisecond, aofClientTime: 150 * time.Millisecond,
+		aofCommits:   200, aofBatch: 2000, aofClientTime: 150 * time.Millisecond,
 		cliffPerCommitter: 20,
 		tailTime:          150 * time.Millisecond,
 	}
@@ -242,6 +241,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		for _, t := range tables {
 			t.write(stdout)
 		}
+	}
+	if rep.Disk != nil && len(cfg.exps) > 1 {
+		if err := runDiskAgain(e, rep.Disk); err != nil {
+			return fmt.Errorf("disk: %w", err)
+		}
+		diskDriftTable(rep.Disk).write(stdout)
 	}
 	rep.Checks = e.checks
 	rep.Elapsed = time.Since(e.start)

@@ -123,7 +123,8 @@ func fmtInt[N int | int64 | uint64](n N) string {
 func writeHeader(w io.Writer, h header) {
 	fmt.Fprintf(w, "# walbench — the articles' durability experiments, rerun on this disk\n\n")
 	rows := [][2]string{
-		{"machine", fmt.Sprintf("%s, %d cores", h.CPU, h.Cores)},
+		{"machine", fmt.Sprintf("%s, %d cores, %s", h.CPU, h.Cores, h.OS)},
+		{"load average", h.LoadAvg},
 		{"go", h.GoVersion},
 		{"directory", h.Dir},
 		{"filesystem", h.FSType},

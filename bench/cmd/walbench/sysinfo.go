@@ -25,6 +25,7 @@ type header struct {
 	RecordSize  int       `json:"record_size"`
 	SegmentSize int64     `json:"segment_size"`
 	Mode        string    `json:"mode"`
+	LoadAvg     string    `json:"load_average"`
 	Started     time.Time `json:"started"`
 	Warnings    []string  `json:"warnings,omitempty"`
 }
@@ -42,6 +43,7 @@ func collectHeader(dir string, cfg config) header {
 		RecordSize:  cfg.size,
 		SegmentSize: cfg.segment,
 		Mode:        "default counts",
+		LoadAvg:     loadAverage(),
 		Started:     time.Now(),
 	}
 	if cfg.quick {
@@ -72,6 +74,16 @@ func cpuModel() string {
 		}
 	}
 	return "unknown CPU (" + runtime.GOARCH + ")"
+}
+
+// loadAverage returns the 1, 5 and 15 minute load averages at the start,
+// which say whether other processes competed for the CPUs, or "unknown".
+func loadAverage() string {
+	f := strings.Fields(readTrim("/proc/loadavg"))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ") + " (1, 5, 15 min, at the start)"
 }
 
 // durawalVersion returns the module version of the main module, else the
