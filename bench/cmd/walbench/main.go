@@ -105,9 +105,9 @@ var (
 	defaultCounts = counts{
 		diskSyncs: 2000, diskWrites: 20000,
 		levelCommits: 10000,
-		aofCommits:   3000, aofBatch: 2000, aofClientTime: 2 * time.Second,
-		cliffPerCommitter: 400,
-		tailTime:          3 * time.Second,
+		aofCommits:   3000, aofBatch: 2000, aofClientTime: 3 * time.Second,
+		cliffPerCommitter: 500,
+		tailTime:          4 * time.Second,
 	}
 	quickCounts = counts{
 		diskSyncs: 100, diskWrites: 1000,

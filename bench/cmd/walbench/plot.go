@@ -39,6 +39,7 @@ func writePlots(dir string, rep *report) (err error) {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 		p.Y.Min, p.Y.Max = 0, 1
+		p.Legend.Top, p.Legend.Left = false, false // the curves rise at the left and end at the top
 		if err := plotutil.AddLines(p, cdfs...); err != nil {
 			return err
 		}
@@ -64,6 +65,7 @@ func writePlots(dir string, rep *report) (err error) {
 		p99 = append(p99, cfg.Name, b)
 	}
 	p := newPlot("Commits per fsync (group commit)", "concurrent committers", "commits per fsync")
+	p.X.Tick.Marker = committerTicks()
 	p.Y.Min = 0
 	if err := plotutil.AddLinePoints(p, cpf...); err != nil {
 		return err
@@ -72,12 +74,22 @@ func writePlots(dir string, rep *report) (err error) {
 		return err
 	}
 	p = newPlot("p99 commit latency", "concurrent committers", "p99 commit latency (µs, log scale)")
+	p.X.Tick.Marker = committerTicks()
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	if err := plotutil.AddLinePoints(p, p99...); err != nil {
 		return err
 	}
 	return save(p, dir, "p99.svg")
+}
+
+// committerTicks labels the x axis at the committer counts that were run.
+func committerTicks() plot.ConstantTicks {
+	var ticks plot.ConstantTicks
+	for _, n := range cliffCommitters {
+		ticks = append(ticks, plot.Tick{Value: float64(n), Label: fmt.Sprint(n)})
+	}
+	return ticks
 }
 
 // newPlot returns a plot with a title, axis labels, a grid and the legend
