@@ -21,7 +21,7 @@ var benchDir = flag.String("dir", "", "directory for the flush=disk and flush=ra
 
 const (
 	recordSize    = 128      // bytes appended per commit
-	benchFileSize = 64 << 20 // the preallocated file the disk benchmarks write into, in bytes
+	benchFileSize = 16 << 20 // the preallocated file the disk benchmarks write into, in bytes
 	simSync       = 300 * time.Microsecond
 )
 
@@ -75,38 +75,67 @@ func (l *benchLog) sync() error {
 	return syscall.Fdatasync(l.fd)
 }
 
-// newBenchLog returns a simulated log, or one on a preallocated, synced file.
-func newBenchLog(b *testing.B, disk bool) *benchLog {
-	b.Helper()
-	l := &benchLog{}
-	if !disk {
-		return l
-	}
+// The disk benchmarks share one preallocated file per test process:
+// creating, zero-filling and removing a file per benchmark run would put
+// writeback and discards in the middle of the measurements.
+var (
+	benchFileOnce sync.Once
+	benchFile     *os.File
+	benchFileErr  error
+	benchBuf      []byte
+)
+
+// openBenchFile creates the shared file in -dir (or os.TempDir()), zero-fills
+// it and syncs it, so that each later fdatasync flushes data only, never the
+// file size or block allocation.
+func openBenchFile() {
 	dir := *benchDir
 	if dir == "" {
 		dir = os.TempDir()
 	}
 	f, err := os.CreateTemp(dir, "groupcommit-bench-*.wal")
 	if err != nil {
-		b.Fatal(err)
+		benchFileErr = err
+		return
 	}
-	b.Cleanup(func() { f.Close(); os.Remove(f.Name()) })
-	// Zero-fill and sync the whole file once, so that each fdatasync later
-	// flushes data only, never the file size or block allocation.
-	zeros := make([]byte, 1<<20)
-	for off := int64(0); off < benchFileSize; off += int64(len(zeros)) {
-		if _, err := f.WriteAt(zeros, off); err != nil {
-			b.Fatal(err)
+	benchBuf = make([]byte, 1<<20)
+	for off := int64(0); off < benchFileSize; off += int64(len(benchBuf)) {
+		if _, err := f.WriteAt(benchBuf, off); err != nil {
+			benchFileErr = err
+			return
 		}
 	}
-	if err := f.Sync(); err != nil { // the zero-filled file and its size are durable
-		b.Fatal(err)
+	// The zero-filled blocks and the file size are durable from here on.
+	if benchFileErr = f.Sync(); benchFileErr != nil {
+		return
 	}
-	l.file, l.fd = f, int(f.Fd())
-	l.buf = make([]byte, 1<<20)
-	for i := range l.buf {
-		l.buf[i] = byte(i)
+	for i := range benchBuf {
+		benchBuf[i] = byte(i)
 	}
+	benchFile = f
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchFile != nil {
+		benchFile.Close()
+		os.Remove(benchFile.Name())
+	}
+	os.Exit(code)
+}
+
+// newBenchLog returns a simulated log, or one on the shared preallocated file.
+func newBenchLog(b *testing.B, disk bool) *benchLog {
+	b.Helper()
+	l := &benchLog{}
+	if !disk {
+		return l
+	}
+	benchFileOnce.Do(openBenchFile)
+	if benchFileErr != nil {
+		b.Fatal(benchFileErr)
+	}
+	l.file, l.fd, l.buf = benchFile, int(benchFile.Fd()), benchBuf
 	return l
 }
 
@@ -209,17 +238,23 @@ func benchClosedLoop(b *testing.B, disk bool, k int, opts groupcommit.Options) {
 // wait must not add latency. Each of 64 workers sleeps until the scheduled
 // time of its next arrival (a fixed schedule, independent of completions),
 // then appends and waits; latency is measured from the append to the return
-// of Wait. Pacing uses time.Sleep, which fires up to 1 ms late when the
-// process is idle, so arrivals come in small bursts at the higher rates
-// (pacing by spinning costs one of the two cores; pacing by nanosleep on a
-// locked thread stalls the scheduler with both Ps in system calls).
+// of Wait. flush=raw is the baseline under the same arrivals: each commit
+// does its own write + fdatasync, with no queue. Pacing uses time.Sleep,
+// which fires up to 1 ms late when the process is idle, so arrivals come in
+// small bursts at the higher rates (pacing by spinning costs one of the two
+// cores; pacing by nanosleep on a locked thread stalls the scheduler with
+// both Ps in system calls).
 func BenchmarkWaitOpenLoop(b *testing.B) {
 	for _, flush := range []string{"sim", "disk"} {
 		for _, rate := range []int{500, 1000, 2000, 5000} {
+			if flush == "disk" {
+				b.Run(fmt.Sprintf("flush=raw/rate=%d", rate), func(b *testing.B) { benchOpenLoopRaw(b, rate) })
+			}
 			for _, adaptive := range []string{"on", "off"} {
 				name := fmt.Sprintf("flush=%s/rate=%d/adaptive=%s", flush, rate, adaptive)
 				b.Run(name, func(b *testing.B) {
-					benchOpenLoop(b, flush == "disk", rate, groupcommit.Options{DisableAdaptiveWait: adaptive == "off"})
+					opts := groupcommit.Options{DisableAdaptiveWait: adaptive == "off"}
+					benchOpenLoop(b, flush == "disk", rate, opts)
 				})
 			}
 		}
@@ -232,10 +267,32 @@ func benchOpenLoop(b *testing.B, disk bool, rate int, opts groupcommit.Options) 
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Worker w makes arrivals w, w+workers, w+2·workers, … each at its own
-	// scheduled time, whether or not the others' commits have returned.
-	const workers = 64
 	ctx := context.Background()
+	openLoop(b, rate, func() error { return q.Wait(ctx, l.append(), groupcommit.Synced) })
+	reportSyncs(b, b.N, l.syncs.Load(), q.Stats())
+}
+
+// benchOpenLoopRaw is the open-loop baseline without a queue: each commit
+// does its own write + fdatasync, under the same arrivals (and the same idle
+// gaps) as the queued runs.
+func benchOpenLoopRaw(b *testing.B, rate int) {
+	l := newBenchLog(b, true)
+	var off atomic.Int64
+	openLoop(b, rate, func() error {
+		o := (off.Add(recordSize) - recordSize) % benchFileSize
+		if _, err := l.file.WriteAt(l.buf[:recordSize], o); err != nil {
+			return err
+		}
+		return syscall.Fdatasync(l.fd)
+	})
+	b.ReportMetric(1, "fsyncs/op")
+}
+
+// openLoop makes b.N commits at a fixed rate and reports their latency.
+// Worker w makes arrivals w, w+workers, w+2·workers, … each at its own
+// scheduled time, whether or not the others' commits have returned.
+func openLoop(b *testing.B, rate int, commit func() error) {
+	const workers = 64
 	lat := make([]int64, b.N)
 	period := time.Second / time.Duration(rate)
 	var wg sync.WaitGroup
@@ -247,7 +304,7 @@ func benchOpenLoop(b *testing.B, disk bool, rate int, opts groupcommit.Options) 
 			for i := w; i < b.N; i += workers {
 				time.Sleep(time.Until(start.Add(time.Duration(i) * period)))
 				t0 := time.Now()
-				if err := q.Wait(ctx, l.append(), groupcommit.Synced); err != nil {
+				if err := commit(); err != nil {
 					b.Error(err)
 					return
 				}
@@ -259,5 +316,4 @@ func benchOpenLoop(b *testing.B, disk bool, rate int, opts groupcommit.Options) 
 	elapsed := time.Since(start)
 	b.StopTimer()
 	reportLatency(b, lat, elapsed)
-	reportSyncs(b, b.N, l.syncs.Load(), q.Stats())
 }
