@@ -80,8 +80,14 @@
 // moving average of the sync flush time. A lone committer never waits (its
 // previous group had one member). The wait backs off when recent waits did
 // not pay off (open-loop arrivals, where nobody comes back), probing now and
-// then. [Options.DisableAdaptiveWait] turns it off; [Stats.AdaptiveWaits]
-// counts it.
+// then. A leader that slept in its Delay (or whose group MaxBatch closed)
+// does not also take it. [Options.DisableAdaptiveWait] turns it off;
+// [Stats.AdaptiveWaits] counts it.
+//
+// Measured on 2 cores and ext4 (fdatasync p50 ≈ 0.1 ms), with 8, 16 and 32
+// closed-loop committers the wait raises commits per sync from about k/2 to
+// 0.99·k and cuts the median commit latency from about two syncs to
+// 1.05–1.3 times one; see BenchmarkWait and BenchmarkWaitOpenLoop.
 //
 // # Allocation
 //
