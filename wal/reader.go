@@ -3,6 +3,7 @@ package wal
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"sort"
 
@@ -94,15 +95,20 @@ func (r *Reader) open(first LSN) error {
 }
 
 // segmentEnd returns where the open segment's frames end as far as the
-// reader may read now, and the next segment's first LSN (0 if none).
-func (r *Reader) segmentEnd() (end, next LSN) {
+// reader may read now, and the next segment's first LSN (0 if none). If
+// RemoveBefore removed the open segment it returns an error matching
+// fs.ErrNotExist: the following kept segment no longer marks its end.
+func (r *Reader) segmentEnd() (end, next LSN, err error) {
 	r.l.segsMu.Lock()
 	defer r.l.segsMu.Unlock()
-	i := sort.Search(len(r.l.segFirsts), func(i int) bool { return r.l.segFirsts[i] > r.first })
-	if i < len(r.l.segFirsts) {
-		return r.l.segFirsts[i], r.l.segFirsts[i]
+	i := sort.Search(len(r.l.segFirsts), func(i int) bool { return r.l.segFirsts[i] >= r.first })
+	if i == len(r.l.segFirsts) || r.l.segFirsts[i] != r.first {
+		return 0, 0, fmt.Errorf("wal: reader: %s was removed by RemoveBefore: %w", r.name, fs.ErrNotExist)
 	}
-	return LSN(r.l.written.Load()), 0
+	if i+1 < len(r.l.segFirsts) {
+		return r.l.segFirsts[i+1], r.l.segFirsts[i+1], nil
+	}
+	return LSN(r.l.written.Load()), 0, nil
 }
 
 // Next returns the next record and its LSN. The record's bytes are valid
@@ -116,7 +122,11 @@ func (r *Reader) Next() (LSN, []byte, error) {
 		return 0, nil, r.err
 	}
 	for {
-		end, next := r.segmentEnd()
+		end, next, err := r.segmentEnd()
+		if err != nil {
+			r.err = err
+			return 0, nil, err
+		}
 		if r.lsn >= end {
 			if next == 0 || r.lsn < next {
 				return 0, nil, io.EOF
