@@ -1,0 +1,235 @@
+package wal_test
+
+import (
+	"io"
+	"io/fs"
+	"testing"
+
+	"github.com/durawal/durawal/policy"
+	"github.com/durawal/durawal/wal"
+	"github.com/durawal/durawal/wal/vfs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// manySegments writes n records of 1..500 bytes with 4 KiB segments.
+func manySegments(t *testing.T, n int) (*vfs.MemFS, *wal.Log, wal.Options, [][]byte, []wal.LSN) {
+	t.Helper()
+	mem := vfs.NewMem()
+	opts := wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncNever()}
+	l := openLog(t, mem, opts)
+	var recs [][]byte
+	var lsns []wal.LSN
+	for i := range n {
+		rec := record(2, i, 1+(i*131)%500)
+		lsn, err := l.Append(rec)
+		require.NoError(t, err)
+		recs, lsns = append(recs, rec), append(lsns, lsn)
+	}
+	return mem, l, opts, recs, lsns
+}
+
+func TestReaderAcrossSegments(t *testing.T) {
+	mem, l, opts, recs, lsns := manySegments(t, 400)
+	defer l.Close()
+	require.Greater(t, len(segments(t, mem)), 20)
+	got, gotRecs := readAll(t, l, 0)
+	require.Equal(t, lsns, got)
+	require.Equal(t, recs, gotRecs)
+	require.NoError(t, l.Close())
+	got, gotRecs, _ = replay(t, mem, opts)
+	require.Equal(t, lsns, got)
+	require.Equal(t, recs, gotRecs)
+}
+
+// TestReaderFromEveryLSN starts a Reader at every record's LSN and just after
+// it (inside the frame): it returns exactly the records at or above.
+func TestReaderFromEveryLSN(t *testing.T) {
+	_, l, _, recs, lsns := manySegments(t, 120)
+	defer l.Close()
+	for i, lsn := range lsns {
+		for _, from := range []wal.LSN{lsn, lsn + 1, lsn + 8} {
+			want := i
+			if from > lsn {
+				want = i + 1
+			}
+			got, gotRecs := readAll(t, l, from)
+			require.Len(t, got, len(lsns)-want, "from %d", from)
+			if want < len(lsns) {
+				require.Equal(t, lsns[want:], got, "from %d", from)
+				require.Equal(t, recs[want:], gotRecs, "from %d", from)
+			}
+		}
+	}
+	r, err := l.NewReader(l.AppendedLSN())
+	require.NoError(t, err)
+	_, _, err = r.Next()
+	require.Equal(t, io.EOF, err, "a Reader at the end sees nothing yet")
+	require.NoError(t, r.Close())
+	_, err = l.NewReader(l.AppendedLSN() + 1)
+	require.ErrorIs(t, err, wal.ErrNotFound)
+}
+
+// TestReaderFollowsTail: a Reader at EOF returns records appended later.
+func TestReaderFollowsTail(t *testing.T) {
+	mem := vfs.NewMem()
+	l := openLog(t, mem, wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncNever()})
+	defer l.Close()
+	r, err := l.NewReader(0)
+	require.NoError(t, err)
+	defer r.Close()
+	for i := range 100 { // crosses several segments
+		_, _, err := r.Next()
+		require.Equal(t, io.EOF, err)
+		rec := record(3, i, 200)
+		lsn, err := l.Append(rec)
+		require.NoError(t, err)
+		got, gotRec, err := r.Next()
+		require.NoError(t, err, "record %d", i)
+		require.Equal(t, lsn, got)
+		require.Equal(t, rec, gotRec)
+	}
+}
+
+func TestRemoveBefore(t *testing.T) {
+	mem, l, opts, recs, lsns := manySegments(t, 300)
+	segs := segments(t, mem)
+	end := l.AppendedLSN()
+
+	kept, err := l.RemoveBefore(0)
+	require.NoError(t, err)
+	require.Zero(t, kept, "nothing below LSN 0")
+
+	mid := lsns[150]
+	kept, err = l.RemoveBefore(mid)
+	require.NoError(t, err)
+	require.LessOrEqual(t, kept, mid)
+	require.Greater(t, kept, wal.LSN(0))
+	left := segments(t, mem)
+	require.Less(t, len(left), len(segs))
+	assert.Equal(t, segFirst(t, left[0]), kept, "the first kept segment starts at kept")
+	assert.Equal(t, segs[len(segs)-len(left):], left, "a contiguous suffix is kept")
+
+	// The kept segment holds mid: its frames run from kept.
+	k := 0
+	for lsns[k] < kept {
+		k++
+	}
+	require.Equal(t, kept, lsns[k], "kept is a record's LSN")
+
+	_, err = l.NewReader(kept - 1)
+	require.ErrorIs(t, err, wal.ErrNotFound)
+	_, err = l.NewReader(0)
+	require.ErrorIs(t, err, wal.ErrNotFound)
+	got, gotRecs := readAll(t, l, kept)
+	require.Equal(t, lsns[k:], got)
+	require.Equal(t, recs[k:], gotRecs)
+
+	// Removing again below kept changes nothing; the active segment stays.
+	again, err := l.RemoveBefore(kept)
+	require.NoError(t, err)
+	require.Equal(t, kept, again)
+	last, err := l.RemoveBefore(end + 1000)
+	require.NoError(t, err)
+	require.Len(t, segments(t, mem), 1, "only the active segment is left")
+	require.NoError(t, l.Close())
+
+	// Reopen after removal: recovery starts at the first kept segment and
+	// continues at the right LSN. A power loss keeps the removals.
+	for _, img := range []vfs.FS{mem, mem.PowerLoss(vfs.DropAll())} {
+		l = openLog(t, img, opts)
+		info := l.Recovered()
+		require.Equal(t, last, info.FirstLSN)
+		require.Equal(t, end, info.EndLSN)
+		lsn, err := l.Append([]byte("after"))
+		require.NoError(t, err)
+		require.Equal(t, end, lsn)
+		_, err = l.NewReader(last - 1)
+		require.ErrorIs(t, err, wal.ErrNotFound)
+		got, _ := readAll(t, l, last)
+		require.Equal(t, end, got[len(got)-1])
+		require.NoError(t, l.Close())
+	}
+}
+
+// TestReaderOnRemovedSegment: a Reader inside a segment RemoveBefore drops
+// reports fs.ErrNotExist when it moves on, not garbage.
+func TestReaderOnRemovedSegment(t *testing.T) {
+	_, l, _, _, lsns := manySegments(t, 200)
+	defer l.Close()
+	r, err := l.NewReader(0)
+	require.NoError(t, err)
+	defer r.Close()
+	_, _, err = r.Next()
+	require.NoError(t, err)
+	_, err = l.RemoveBefore(lsns[150])
+	require.NoError(t, err)
+	for {
+		_, _, err = r.Next()
+		if err != nil {
+			break
+		}
+	}
+	require.ErrorIs(t, err, fs.ErrNotExist)
+}
+
+// TestFrameEndsAtSegmentEnd fills a segment exactly: the next frame goes to
+// a new segment at the same LSN, and both survive reopen and power loss.
+func TestFrameEndsAtSegmentEnd(t *testing.T) {
+	const segSize = 4 << 10
+	capacity := segSize - segHeader
+	for _, split := range [][]int{
+		{capacity - frameHeader},                            // one record fills it
+		{1000 - frameHeader, capacity - 1000 - frameHeader}, // two records fill it
+		{capacity - frameHeader - 8},                        // 8 bytes left: a 1-byte record does not fit
+	} {
+		mem := vfs.NewMem()
+		opts := wal.Options{SegmentSize: segSize}
+		l := openLog(t, mem, opts)
+		var recs [][]byte
+		for i, n := range split {
+			rec := record(4, i, n)
+			_, err := l.Append(rec)
+			require.NoError(t, err)
+			recs = append(recs, rec)
+		}
+		full := l.AppendedLSN()
+		require.Len(t, segments(t, mem), 1)
+		rec := []byte("x")
+		lsn, err := l.Append(rec)
+		require.NoError(t, err)
+		require.Equal(t, full, lsn)
+		recs = append(recs, rec)
+		segs := segments(t, mem)
+		require.Len(t, segs, 2, "split %v", split)
+		require.Equal(t, full, segFirst(t, segs[1]), "the new segment is named by the next frame's LSN")
+		if full == wal.LSN(capacity) {
+			b := fileBytes(t, mem, segs[0])
+			require.NotZero(t, b[segSize-1]|b[segSize-2]|b[segSize-3], "the frame runs to the last bytes")
+		}
+		require.NoError(t, l.Close())
+		for _, img := range []vfs.FS{mem, mem.PowerLoss(vfs.DropAll())} {
+			_, got, info := replay(t, img, opts)
+			require.Equal(t, recs, got)
+			require.Zero(t, info.TornBytes)
+		}
+	}
+
+	// A full last segment and nothing after it: reopen rolls on the next
+	// append.
+	mem := vfs.NewMem()
+	opts := wal.Options{SegmentSize: segSize}
+	l := openLog(t, mem, opts)
+	_, err := l.Append(record(5, 0, capacity-frameHeader))
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	l = openLog(t, mem, opts)
+	require.Equal(t, wal.LSN(capacity), l.AppendedLSN())
+	lsn, err := l.Append([]byte("y"))
+	require.NoError(t, err)
+	require.Equal(t, wal.LSN(capacity), lsn)
+	require.NoError(t, l.Close())
+	_, got, _ := replay(t, mem, opts)
+	require.Len(t, got, 2)
+	require.Len(t, segments(t, mem), 2)
+}
