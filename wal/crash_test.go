@@ -1,0 +1,413 @@
+package wal_test
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/durawal/durawal/policy"
+	"github.com/durawal/durawal/wal"
+	"github.com/durawal/durawal/wal/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	seedsFlag = flag.Int("seeds", 0, "seeds for TestPowerLossProperty (default 2000 with -race, 4000 without, or $DURAWAL_SEEDS)")
+	seedFlag  = flag.Int64("seed", -1, "run TestPowerLossProperty for this one seed only")
+)
+
+// history is what a workload did: the records whose Append returned nil, in
+// LSN order, how many of them were acknowledged as durable, and what it
+// asked RemoveBefore to drop.
+type history struct {
+	mu    sync.Mutex // guards the fields while a snapshot may read them
+	recs  [][]byte
+	lsns  []wal.LSN
+	acked int // recs[:acked] were covered by a sync that returned nil
+
+	removeAsked wal.LSN // the highest LSN passed to RemoveBefore, 0 if none
+	kept        wal.LSN // what the last completed RemoveBefore returned
+	removeDone  bool    // that RemoveBefore returned nil
+}
+
+func (h *history) add(lsn wal.LSN, rec []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.recs, h.lsns = append(h.recs, rec), append(h.lsns, lsn)
+}
+
+// ack records that every record added so far is durable.
+func (h *history) ack() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.acked = len(h.recs)
+}
+
+// state returns a copy of the acknowledgement and removal state.
+func (h *history) state() *history {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return &history{acked: h.acked, removeAsked: h.removeAsked, kept: h.kept, removeDone: h.removeDone}
+}
+
+// checkRecovered opens the log on img and checks the recovery invariants
+// against h: Open succeeds; the records read back are a contiguous run of
+// h's records (byte-identical, same LSNs, no holes) that starts at the first
+// segment kept and includes every acknowledged record not removed by
+// RemoveBefore; if all is set, every record of h. It then appends to the
+// recovered log, closes and reopens it, to show recovery leaves a usable log.
+func checkRecovered(t *testing.T, img vfs.FS, opts wal.Options, h *history, all bool, what string) {
+	t.Helper()
+	opts.FS = img
+	l, err := wal.Open(logDir, opts)
+	require.NoError(t, err, "%s: Open after the crash", what)
+	info := l.Recovered()
+	lsns, got := readAll(t, l, info.FirstLSN)
+
+	if h.removeAsked == 0 {
+		require.Zero(t, info.FirstLSN, "%s: nothing was removed", what)
+	} else {
+		require.LessOrEqual(t, info.FirstLSN, h.removeAsked, "%s: removed more than asked", what)
+		if h.removeDone {
+			require.Equal(t, h.kept, info.FirstLSN, "%s: a completed removal is durable", what)
+		}
+	}
+	start := 0
+	for start < len(h.lsns) && h.lsns[start] < info.FirstLSN {
+		start++
+	}
+	require.LessOrEqual(t, start+len(got), len(h.recs), "%s: more records than appended", what)
+	for i := range got {
+		require.Equal(t, h.lsns[start+i], lsns[i], "%s: record %d at the wrong LSN", what, start+i)
+		require.Equal(t, h.recs[start+i], got[i], "%s: record %d not byte-identical", what, start+i)
+	}
+	require.GreaterOrEqual(t, start+len(got), h.acked, "%s: lost an acknowledged record (got %d of %d acked, start %d)", what, len(got), h.acked, start)
+	if all {
+		require.Equal(t, len(h.recs), start+len(got), "%s: lost a written record", what)
+	}
+	end := info.FirstLSN
+	if n := len(got); n > 0 {
+		end = lsns[n-1] + wal.LSN(frameSize(len(got[n-1])))
+	}
+	require.Equal(t, end, info.EndLSN, "%s", what)
+
+	// The recovered log is usable: it appends at its end and reopens.
+	var more [][]byte
+	for i := range 3 {
+		rec := record(9, i, 50+i*300)
+		lsn, err := l.Append(rec)
+		require.NoError(t, err, "%s: append after recovery", what)
+		require.Equal(t, end, lsn, "%s: next append LSN", what)
+		end += wal.LSN(frameSize(len(rec)))
+		more = append(more, rec)
+	}
+	require.NoError(t, l.Close(), what)
+	l, err = wal.Open(logDir, opts)
+	require.NoError(t, err, "%s: second Open", what)
+	require.Zero(t, l.Recovered().TornBytes, "%s: second Open found a torn tail", what)
+	_, got2 := readAll(t, l, info.FirstLSN)
+	require.Equal(t, append(got, more...), got2, "%s: after the second Open", what)
+	require.NoError(t, l.Close(), what)
+}
+
+// raceEnabled reports whether the test binary was built with -race.
+var raceEnabled = func() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
+}()
+
+// seedCount returns how many seeds TestPowerLossProperty runs.
+func seedCount(t *testing.T) int {
+	if *seedsFlag > 0 {
+		return *seedsFlag
+	}
+	if s := os.Getenv("DURAWAL_SEEDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err, "DURAWAL_SEEDS")
+		return n
+	}
+	if testing.Short() {
+		return 200
+	}
+	if raceEnabled {
+		return 2000
+	}
+	return 4000
+}
+
+// TestPowerLossProperty runs a random workload per seed (appends of random
+// sizes up to MaxRecordSize, syncs, batches, rolls of 4–16 KiB segments, a
+// RemoveBefore) under a random policy, crashes it without Close in every
+// PowerLoss mode and as a process crash, and checks the recovery invariants
+// on each image. Replay one seed with -seed=N.
+func TestPowerLossProperty(t *testing.T) {
+	n := seedCount(t)
+	first := int64(1)
+	if *seedFlag >= 0 {
+		first, n = *seedFlag, 1
+	}
+	start := time.Now()
+	var images atomic.Int64
+	for seed := first; seed < first+int64(n); seed++ {
+		if !powerLossSeed(t, seed, &images) {
+			t.Fatalf("seed %d failed; replay with: go test ./wal -run TestPowerLossProperty -seed=%d", seed, seed)
+		}
+	}
+	t.Logf("%d seeds, %d crash images recovered in %s", n, images.Load(), time.Since(start).Round(time.Millisecond))
+}
+
+func powerLossSeed(t *testing.T, seed int64, images *atomic.Int64) bool {
+	return t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(uint64(seed), 0xc0ffee))
+		segSize := int64(4<<10) * int64(1+rng.IntN(4))
+		pols := []policy.Policy{policy.SyncNever(), policy.SyncEveryCommit(), policy.SyncEveryN(3)}
+		pol := pols[rng.IntN(len(pols))]
+		opts := wal.Options{SegmentSize: segSize, Policy: pol}
+		maxRec := int(segSize) - 56
+		mem := vfs.NewMem()
+		l := openLog(t, mem, opts)
+		defer l.Close()
+
+		h := &history{}
+		size := func() int {
+			switch r := rng.IntN(100); {
+			case r < 70:
+				return 1 + rng.IntN(200)
+			case r < 95:
+				return 1 + rng.IntN(2000)
+			default:
+				return maxRec - rng.IntN(64)
+			}
+		}
+		ops := 10 + rng.IntN(50)
+		for i := range ops {
+			switch r := rng.IntN(100); {
+			case r < 70:
+				rec := record(int(seed), i, size())
+				lsn, err := l.Append(rec)
+				require.NoError(t, err)
+				h.add(lsn, rec)
+				if pol.Kind() == policy.KindSyncEveryCommit {
+					h.acked = len(h.recs)
+				}
+			case r < 80:
+				recs := make([][]byte, 1+rng.IntN(4))
+				for j := range recs {
+					recs[j] = record(int(seed), i*10+j, size())
+				}
+				lsn, err := l.AppendBatch(t.Context(), recs)
+				require.NoError(t, err)
+				for _, rec := range recs {
+					h.add(lsn, rec)
+					lsn += wal.LSN(frameSize(len(rec)))
+				}
+				if pol.Kind() == policy.KindSyncEveryCommit {
+					h.acked = len(h.recs)
+				}
+			case r < 95:
+				require.NoError(t, l.Sync())
+				h.acked = len(h.recs)
+			default:
+				if len(h.lsns) == 0 {
+					continue
+				}
+				at := h.lsns[rng.IntN(len(h.lsns))]
+				kept, err := l.RemoveBefore(at)
+				require.NoError(t, err)
+				require.LessOrEqual(t, kept, max(h.removeAsked, at))
+				h.removeAsked, h.kept, h.removeDone = max(h.removeAsked, at), kept, true
+			}
+		}
+		if h.removeDone {
+			// A later RemoveBefore with a lower LSN drops nothing, so the
+			// first kept segment is the highest kept ever returned.
+			h.kept, _ = l.RemoveBefore(0)
+		}
+
+		modes := []vfs.CrashMode{
+			vfs.DropAll(), vfs.KeepAll(), vfs.TearAtSector(seed),
+			vfs.KeepRandomSubsetOfBlocks(512, seed), vfs.KeepRandomSubsetOfBlocks(4096, seed),
+		}
+		for _, mode := range modes {
+			all := mode == vfs.KeepAll()
+			checkRecovered(t, mem.PowerLoss(mode), opts, h, all, fmt.Sprintf("seed %d, %s, %s", seed, pol, mode))
+			images.Add(1)
+		}
+		// A process crash keeps everything written; every policy here
+		// returns from Append only after the write.
+		checkRecovered(t, mem.ProcessCrash(), opts, h, true, fmt.Sprintf("seed %d, %s, ProcessCrash", seed, pol))
+		images.Add(1)
+	})
+}
+
+// workload appends 60 records of 1..600 bytes to the log in logDir on fsys
+// with 4 KiB segments (so it rolls about 7 times), syncing every fifth, with
+// one RemoveBefore that drops several segments. It stops at the first error. done reports that it
+// ran to the end, Close included, without an error.
+func workload(t *testing.T, fsys vfs.FS, opts wal.Options, h *history) (done bool) {
+	opts.FS = fsys
+	l, err := wal.Open(logDir, opts)
+	if err != nil {
+		return false
+	}
+	defer func() {
+		if !done {
+			l.Close()
+		}
+	}()
+	for i := range 60 {
+		rec := record(1, i, 1+(i*97)%600)
+		lsn, err := l.Append(rec)
+		if err != nil {
+			if errors.Is(err, wal.ErrDurabilityUnknown) {
+				h.add(lsn, rec) // it may or may not be in the log
+			}
+			checkFailedLog(t, l, err)
+			return false
+		}
+		h.add(lsn, rec)
+		if opts.Policy.Kind() == policy.KindSyncEveryCommit {
+			h.ack()
+		}
+		if i%5 == 4 {
+			if err := l.Sync(); err != nil {
+				checkFailedLog(t, l, err)
+				return false
+			}
+			h.ack()
+		}
+		if i == 45 {
+			h.mu.Lock()
+			h.removeAsked = h.lsns[35]
+			h.mu.Unlock()
+			kept, err := l.RemoveBefore(h.lsns[35])
+			if err != nil {
+				return false
+			}
+			h.mu.Lock()
+			h.kept, h.removeDone = kept, true
+			h.mu.Unlock()
+		}
+	}
+	if err := l.Close(); err != nil {
+		return false
+	}
+	return true
+}
+
+// checkFailedLog checks that after an I/O error the log is either poisoned
+// (every later call fails) or fine (it takes an append).
+func checkFailedLog(t *testing.T, l *wal.Log, err error) {
+	t.Helper()
+	if errors.Is(err, wal.ErrPoisoned) {
+		_, err := l.Append([]byte("after poison"))
+		require.ErrorIs(t, err, wal.ErrPoisoned)
+		require.ErrorIs(t, l.Sync(), wal.ErrPoisoned)
+		require.True(t, l.Stats().Poisoned)
+		return
+	}
+	require.False(t, l.Stats().Poisoned, "error %v does not say poisoned", err)
+}
+
+// TestCrashAfterEveryOp fails the n-th filesystem operation of the workload
+// for n = 1, 2, … until the workload completes without reaching n, and
+// checks after each failure, on a power-loss image keeping only synced
+// state, that every record acknowledged as durable comes back (STYLE B.10
+// snippet 5).
+func TestCrashAfterEveryOp(t *testing.T) {
+	for _, pol := range []policy.Policy{policy.SyncEveryCommit(), policy.SyncNever()} {
+		t.Run("policy="+pol.String(), func(t *testing.T) {
+			opts := wal.Options{SegmentSize: 4 << 10, Policy: pol}
+			var n int64
+			for n = 1; ; n++ {
+				mem := vfs.NewMem()
+				var fired atomic.Bool
+				inj := vfs.InjectorFunc(func(op vfs.Op) error {
+					if op.Index == n {
+						fired.Store(true)
+						return vfs.ErrInjected
+					}
+					return nil
+				})
+				h := &history{}
+				done := workload(t, vfs.Inject(mem, inj), opts, h)
+				what := fmt.Sprintf("%s, op %d failed", pol, n)
+				checkRecovered(t, mem.PowerLoss(vfs.DropAll()), opts, h, false, what)
+				if done && !fired.Load() {
+					break // the workload finished before op n: every op was covered
+				}
+				require.Less(t, n, int64(5000), "the workload never finishes")
+			}
+			t.Logf("%s: failed each of %d operations", pol, n-1)
+		})
+	}
+}
+
+// TestCrashImagesAtEveryOp crashes the workload just before each of its
+// filesystem operations, without failing any, in every PowerLoss mode and
+// as a process crash: so there is a crash inside every step of every
+// segment roll (prepare, header, sync, rename, directory sync, close) and
+// of every segment removal. Each image must recover every record
+// acknowledged before the crash, as a contiguous suffix that continues at
+// the right LSN.
+func TestCrashImagesAtEveryOp(t *testing.T) {
+	for _, pol := range []policy.Policy{policy.SyncEveryCommit(), policy.SyncNever()} {
+		t.Run("policy="+pol.String(), func(t *testing.T) {
+			opts := wal.Options{SegmentSize: 4 << 10, Policy: pol}
+			type snapshot struct {
+				img  vfs.FS
+				h    *history
+				what string
+			}
+			mem := vfs.NewMem()
+			h := &history{}
+			var mu sync.Mutex
+			var snaps []snapshot
+			var counts [32]int
+			inj := vfs.InjectorFunc(func(op vfs.Op) error {
+				st := h.state()
+				n := op.Index
+				modes := []vfs.CrashMode{vfs.DropAll(), vfs.KeepAll(), vfs.TearAtSector(n),
+					vfs.KeepRandomSubsetOfBlocks(512, n), vfs.KeepRandomSubsetOfBlocks(4096, n)}
+				var add []snapshot
+				for _, m := range modes {
+					add = append(add, snapshot{mem.PowerLoss(m), st, fmt.Sprintf("before op %d (%s %s), %s", n, op.Kind, op.Path, m)})
+				}
+				add = append(add, snapshot{mem.ProcessCrash(), st, fmt.Sprintf("before op %d (%s %s), process crash", n, op.Kind, op.Path)})
+				// The segment preparer runs beside the workload: a removal
+				// may start while the images are taken. What was asked by
+				// the end of it bounds what they may lack.
+				st.removeAsked = h.state().removeAsked
+				mu.Lock()
+				snaps = append(snaps, add...)
+				counts[op.Kind]++
+				mu.Unlock()
+				return nil
+			})
+			require.True(t, workload(t, vfs.Inject(mem, inj), opts, h))
+			require.Positive(t, counts[vfs.OpRename], "the workload rolls segments")
+			require.Positive(t, counts[vfs.OpRemove], "the workload removes segments")
+			for _, s := range snaps {
+				s.h.recs, s.h.lsns = h.recs, h.lsns // what may have reached the image
+				checkRecovered(t, s.img, opts, s.h, false, s.what)
+			}
+			t.Logf("%d crash images, %d renames, %d removes", len(snaps), counts[vfs.OpRename], counts[vfs.OpRemove])
+		})
+	}
+}
