@@ -79,6 +79,8 @@ var policies = []struct {
 	{"appendfsync-always", func() (policy.Policy, error) { return policy.AppendFsync("always") }},
 	{"appendfsync-everysec", func() (policy.Policy, error) { return policy.AppendFsync("everysec") }},
 	{"appendfsync-no", func() (policy.Policy, error) { return policy.AppendFsync("no") }},
+	{"sync-binlog-4", func() (policy.Policy, error) { return policy.SyncBinlog(4) }},
+	{"pg-async", func() (policy.Policy, error) { return policy.PostgresAsync(), nil }},
 }
 
 func mustPolicy(b *testing.B, f func() (policy.Policy, error)) policy.Policy {
