@@ -95,10 +95,20 @@ func (l *Log) recover() error {
 		}
 		s := &segment{first: first, size: int64(len(buf)), path: path, f: f}
 		l.writeSeg, l.appendSeg, l.next = s, s, end
+		// After a process crash what was recovered may be only in the page
+		// cache (frames and segment names alike), yet every new frame will
+		// carry end as its watermark: make it durable first, or a later
+		// power loss would turn a lost unsynced frame into "damaged synced
+		// data" and an acknowledged record could vanish with its name.
+		if err := l.syncDir(); err != nil {
+			return fmt.Errorf("wal: open: %w", err)
+		}
 		if l.info.TornBytes > 0 {
 			if err := l.zeroTail(s, end); err != nil {
 				return fmt.Errorf("wal: open: truncating the torn tail of %s: %w", name, err)
 			}
+		} else if err := l.syncFile(f); err != nil { // makes the recovered frames durable
+			return fmt.Errorf("wal: open: syncing %s: %w", name, err)
 		}
 	}
 	l.segFirsts = firsts
