@@ -151,6 +151,10 @@ func TestTornTailEveryOffset(t *testing.T) {
 			lsns, got := readAll(t, l, 0)
 			require.Equal(t, w.recs[:n], got, name)
 			require.Equal(t, w.lsns[:n], lsns, name)
+			// The truncation is synced before any append: a power loss now
+			// keeps no torn byte.
+			durable := fileBytes(t, img.PowerLoss(vfs.DropAll()), last)
+			require.Equal(t, -1, lastNonZero(durable, off(wantEnd)), "%s: truncation not synced", name)
 			lsn, err := l.Append([]byte("after"))
 			require.NoError(t, err, name)
 			require.Equal(t, wantEnd, lsn, name)

@@ -49,7 +49,9 @@ func readAll(t testing.TB, l *wal.Log, from wal.LSN) (lsns []wal.LSN, recs [][]b
 		if err == io.EOF {
 			return lsns, recs
 		}
-		require.NoError(t, err, "after %d records", len(recs))
+		if err != nil {
+			require.NoError(t, err, "after %d records", len(recs))
+		}
 		lsns = append(lsns, lsn)
 		recs = append(recs, bytes.Clone(rec))
 	}
