@@ -125,8 +125,11 @@ func (l *Log) prepareSegment() (*segment, error) {
 // installSegment gives a prepared segment its first LSN: it writes the header,
 // syncs it, renames the file to its segment name and syncs the directory.
 // After it returns nil the segment survives a power loss.
+//
+// s.first must already be first: on a roll, appenders read s.first under
+// l.mu while the leader installs s without it, so writing it here (even the
+// same value) would be a data race.
 func (l *Log) installSegment(s *segment, first LSN) error {
-	s.first = first
 	if _, err := s.f.WriteAt(encodeSegmentHeader(first), 0); err != nil {
 		return err
 	}
