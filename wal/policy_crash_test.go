@@ -52,7 +52,7 @@ import (
 )
 
 var (
-	crashSeeds = flag.Int("crash.seeds", 0, "seeds per policy in TestPolicyCrashBounds (0: 12, or 3 with -short)")
+	crashSeeds = flag.Int("crash.seeds", 0, "seeds per policy in TestPolicyCrashBounds (0: 8, or 2 with -short); the real-clock runs take a quarter")
 	crashSeed0 = flag.Int("crash.seed0", 0, "first seed of TestPolicyCrashBounds, to run CI-sized slices")
 )
 
@@ -119,9 +119,9 @@ type crashRun struct {
 func TestPolicyCrashBounds(t *testing.T) {
 	seeds := *crashSeeds
 	if seeds == 0 {
-		seeds = 12
+		seeds = 8
 		if testing.Short() {
-			seeds = 3
+			seeds = 2
 		}
 	}
 	for _, clock := range []string{"fake", "real"} {
@@ -130,7 +130,7 @@ func TestPolicyCrashBounds(t *testing.T) {
 				t.Parallel()
 				n := seeds
 				if clock == "real" {
-					n = max(1, seeds/3) // each costs ~0.3 s of wall time
+					n = max(1, seeds/4) // each costs ~0.3 s of wall time
 				}
 				for seed := *crashSeed0; seed < *crashSeed0+n; seed++ {
 					run := runCrashSeed(t, cc.pol, int64(seed), clock == "fake")
