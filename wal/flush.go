@@ -89,6 +89,9 @@ func (l *Log) writeAt(p []byte, lsn LSN) error {
 func (l *Log) rollTo(next *segment) error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
+	if err := l.poisoned(); err != nil {
+		return err
+	}
 	old := l.writeSeg
 	if err := l.syncTimed(old); err != nil {
 		return err
@@ -115,6 +118,9 @@ func (l *Log) rollTo(next *segment) error {
 func (l *Log) syncWritten() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
+	if err := l.poisoned(); err != nil {
+		return err // never sync again after a failed sync or write (fsyncgate)
+	}
 	target := l.written.Load()
 	if target <= l.synced.Load() {
 		return nil
@@ -153,7 +159,9 @@ func (l *Log) syncTimed(s *segment) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("syncing %s: %w", s.path, err)
+		err = fmt.Errorf("syncing %s: %w", s.path, err)
+		l.poison(err) // under syncMu: no sync can start between the failure and the poison
+		return err
 	}
 	return nil
 }
@@ -205,6 +213,9 @@ func (l *Log) runFlusher() {
 // flusherRound does one tick's work; it returns false if the flusher must
 // stop.
 func (l *Log) flusherRound(ctx context.Context) bool {
+	if l.poisonErr.Load() != nil {
+		return false
+	}
 	for range 2 { // a second pass writes what a sync postponed (Redis everysec)
 		l.mu.Lock()
 		a := l.pol.OnTick(l.stateLocked(time.Now()))

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"io/fs"
@@ -20,6 +21,7 @@ const readWindow = 256 << 10
 type Reader struct {
 	l     *Log
 	lsn   LSN // next frame to decode
+	from  LSN // frames below it are skipped (NewReader's argument)
 	first LSN // first LSN of the open segment
 	f     vfs.File
 	name  string
@@ -61,23 +63,8 @@ func (r *Reader) seek(from LSN) error {
 	i := sort.Search(len(r.l.segFirsts), func(i int) bool { return r.l.segFirsts[i] > from }) - 1
 	first := r.l.segFirsts[max(i, 0)]
 	r.l.segsMu.Unlock()
-	if err := r.open(first); err != nil {
-		return err
-	}
-	for r.lsn < from {
-		lsn, _, err := r.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if lsn >= from {
-			r.lsn = lsn // replay it again
-			return nil
-		}
-	}
-	return nil
+	r.from = from // Next skips the frames before it, even those written later
+	return r.open(first)
 }
 
 func (r *Reader) open(first LSN) error {
@@ -144,6 +131,9 @@ func (r *Reader) Next() (LSN, []byte, error) {
 			return 0, nil, err
 		}
 		r.lsn += LSN(size)
+		if lsn < r.from {
+			continue
+		}
 		return lsn, rec, nil
 	}
 }
@@ -151,19 +141,23 @@ func (r *Reader) Next() (LSN, []byte, error) {
 // frameAt decodes the frame at lsn, which ends at or before end, reading a
 // new window from the file when the frame is not inside the current one.
 func (r *Reader) frameAt(lsn, end LSN) ([]byte, int64, error) {
-	max := r.l.opts.MaxRecordSize
+	limit := int(maxRecordFor(MaxSegmentSize)) // the checksum decides, not today's MaxRecordSize
+	n := int64(readWindow)
 	for attempt := 0; ; attempt++ {
 		if lsn >= r.wlsn && lsn < r.wlsn+LSN(len(r.win)) {
-			rec, _, size, st := decodeFrame(r.win[lsn-r.wlsn:], lsn, max)
+			b := r.win[lsn-r.wlsn:]
+			rec, _, size, st := decodeFrame(b, lsn, limit)
 			if st == frameValid && lsn+LSN(size) <= end {
 				return rec, size, nil
 			}
-			if st != frameShort || attempt > 0 {
+			if st != frameShort || attempt > 1 {
 				return nil, 0, &CorruptionError{Segment: r.name, Offset: segmentHeaderSize + int64(lsn-r.first),
 					Reason: fmt.Sprintf("%s at LSN %d below the written LSN %d", st, lsn, end)}
 			}
+			if len(b) >= frameHeaderSize { // a frame longer than the window: read all of it
+				n = max(n, frameSize(int(binary.LittleEndian.Uint32(b[8:12]))))
+			}
 		}
-		n := max64(readWindow, frameSize(max))
 		n = min(n, int64(end-lsn))
 		if int64(cap(r.win)) < n {
 			r.win = make([]byte, n)
@@ -176,8 +170,6 @@ func (r *Reader) frameAt(lsn, end LSN) ([]byte, int64, error) {
 		r.wlsn = lsn
 	}
 }
-
-func max64(a, b int64) int64 { return max(a, b) }
 
 // Close releases the Reader's file.
 func (r *Reader) Close() error {

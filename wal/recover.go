@@ -149,7 +149,7 @@ func (l *Log) checkSealed(buf []byte, name string, first, next LSN) error {
 	}
 	for lsn := first; lsn < next; {
 		off := s.offset(lsn)
-		_, _, size, st := decodeFrame(buf[off:], lsn, l.opts.MaxRecordSize)
+		_, _, size, st := decodeFrame(buf[off:], lsn, int(maxRecordFor(int64(len(buf)))))
 		if st == frameValid && off+size > int64(len(buf)) {
 			st = frameShort
 		}
@@ -179,7 +179,7 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (LSN, error) {
 	for {
 		off := s.offset(lsn)
 		var size int64
-		_, _, size, st = decodeFrame(buf[off:], lsn, l.opts.MaxRecordSize)
+		_, _, size, st = decodeFrame(buf[off:], lsn, int(maxRecordFor(int64(len(buf)))))
 		if st == frameValid && off+size > int64(len(buf)) {
 			st = frameShort // its padding is cut off (a file truncated to an odd size)
 		}
@@ -192,7 +192,7 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (LSN, error) {
 	lastNonZero := int64(-1)
 	for off := xoff; off+frameHeaderSize <= int64(len(buf)); off += frameAlign {
 		at := first + LSN(off-segmentHeaderSize)
-		_, wm, size, fst := decodeFrame(buf[off:], at, l.opts.MaxRecordSize)
+		_, wm, size, fst := decodeFrame(buf[off:], at, int(maxRecordFor(int64(len(buf)))))
 		if fst != frameValid {
 			continue
 		}

@@ -361,6 +361,9 @@ func (l *Log) awaitSpareLocked(ctx context.Context, deadline time.Time) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			if err := l.usableLocked(); err != nil {
+				return err // closed or poisoned while we slept: start no preparer
+			}
 			l.prepErr = nil
 		}
 		l.stats.segmentCreateStalls.Add(1)
@@ -424,14 +427,14 @@ func (l *Log) SyncContext(ctx context.Context) error {
 // needed (the analogue of Redis WAITAOF). Errors: ErrNotFound if no record
 // at or after lsn was appended, ErrClosed, ErrPoisoned, ctx's error.
 func (l *Log) WaitDurable(ctx context.Context, lsn LSN) error {
+	if err := l.poisoned(); err != nil {
+		return err
+	}
 	if LSN(l.synced.Load()) > lsn {
 		return nil
 	}
 	if LSN(l.appended.Load()) <= lsn {
 		return fmt.Errorf("%w: LSN %d not appended yet (appended %d)", ErrNotFound, lsn, l.appended.Load())
-	}
-	if err := l.poisoned(); err != nil {
-		return err
 	}
 	return l.q.Wait(ctx, uint64(lsn)+1, groupcommit.Synced)
 }
