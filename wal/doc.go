@@ -51,14 +51,16 @@
 // synced under a temporary name, then given its 32-byte header, synced,
 // renamed to "%020d.wal" (its first LSN) and the directory synced. Frames
 // follow the header back to back; a frame that does not fit starts a new
-// segment, and the unused tail of the old one holds zeros and no LSNs.
+// segment, and the unused tail of the old one holds zeros and no LSNs. A
+// segment file whose size differs from its header's is damage (Open fails):
+// no crash can shrink or grow a file created and synced at full size.
 //
 // Segment header (little endian):
 //
 //	offset  size  field
 //	0       8     magic "durawal\x00"
 //	8       4     version (1)
-//	12      4     reserved (0)
+//	12      4     file size in bytes / 8, as created (a segment is never resized)
 //	16      8     first LSN
 //	24      8     xxhash64 of bytes 0..23
 //
@@ -82,5 +84,6 @@
 // [ErrPoisoned] after a failed write or sync (the log fails closed and never
 // retries a sync), [ErrDurabilityUnknown] for the commits of the failed
 // group, [ErrNoSpace] when no new segment can be created (not poisoned),
-// [ErrInvalidOptions], [ErrForeignFile] and [ErrNotFound].
+// [ErrInvalidOptions], [ErrForeignFile], [ErrNotFound], and [ErrNotAppended]
+// (with a context error) when a context ended before a record got an LSN.
 package wal

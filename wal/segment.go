@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/durawal/durawal/wal/vfs"
@@ -17,7 +18,7 @@ import (
 //
 //	[0:8)   magic      "durawal\x00"
 //	[8:12)  version    1
-//	[12:16) reserved   0
+//	[12:16) size/8     the file's size in bytes when created, divided by 8
 //	[16:24) first LSN  the LSN of the segment's first frame (also its name)
 //	[24:32) checksum   xxhash64 of bytes [0:24)
 const (
@@ -47,17 +48,21 @@ func parseSegmentName(name string) (LSN, bool) {
 	return LSN(n), true
 }
 
-func encodeSegmentHeader(first LSN) []byte {
+func encodeSegmentHeader(first LSN, size int64) []byte {
 	b := make([]byte, segmentHeaderSize)
 	copy(b, segmentMagic[:])
 	binary.LittleEndian.PutUint32(b[8:12], segmentVersion)
+	binary.LittleEndian.PutUint32(b[12:16], uint32(size/frameAlign))
 	binary.LittleEndian.PutUint64(b[16:24], uint64(first))
 	binary.LittleEndian.PutUint64(b[24:32], xxhash.Sum64(b[:24]))
 	return b
 }
 
-// checkSegmentHeader validates a segment header and returns why it is bad,
-// or "" if it is good for a segment starting at first.
+// checkSegmentHeader validates the segment b (the whole file) and returns
+// why its header is bad, or "" if it is good for a segment starting at
+// first. Segments are created at full size and never resized, so a file
+// whose size differs from the one its header records was truncated or
+// extended after the fact: damage, not a crash.
 func checkSegmentHeader(b []byte, first LSN) string {
 	switch {
 	case len(b) < segmentHeaderSize:
@@ -70,6 +75,9 @@ func checkSegmentHeader(b []byte, first LSN) string {
 		return fmt.Sprintf("unsupported segment version %d", binary.LittleEndian.Uint32(b[8:12]))
 	case LSN(binary.LittleEndian.Uint64(b[16:24])) != first:
 		return fmt.Sprintf("header first LSN %d does not match the name", binary.LittleEndian.Uint64(b[16:24]))
+	case int64(binary.LittleEndian.Uint32(b[12:16]))*frameAlign != int64(len(b)):
+		return fmt.Sprintf("segment file is %d bytes but was created with %d: truncated or extended",
+			len(b), int64(binary.LittleEndian.Uint32(b[12:16]))*frameAlign)
 	}
 	return ""
 }
@@ -130,7 +138,7 @@ func (l *Log) prepareSegment() (*segment, error) {
 // l.mu while the leader installs s without it, so writing it here (even the
 // same value) would be a data race.
 func (l *Log) installSegment(s *segment, first LSN) error {
-	if _, err := s.f.WriteAt(encodeSegmentHeader(first), 0); err != nil {
+	if _, err := s.f.WriteAt(encodeSegmentHeader(first, s.size), 0); err != nil {
 		return err
 	}
 	if err := l.syncFile(s.f); err != nil {
@@ -145,11 +153,21 @@ func (l *Log) installSegment(s *segment, first LSN) error {
 }
 
 // syncFile syncs f, retrying EINTR (the call did not run) and nothing else.
+// Every segment sync goes through it, so Fsyncs, FsyncTimeTotal and
+// FsyncMaxDuration cover commit, background, roll and preparation syncs.
 func (l *Log) syncFile(f vfs.File) error {
+	start := time.Now()
+	l.stats.fsyncsPending.Add(1)
+	defer l.stats.fsyncsPending.Add(-1)
 	for {
 		err := f.Sync()
 		if errors.Is(err, syscall.EINTR) {
 			continue
+		}
+		d := time.Since(start)
+		l.stats.fsyncTime.Add(int64(d))
+		for m := l.stats.fsyncMax.Load(); int64(d) > m && !l.stats.fsyncMax.CompareAndSwap(m, int64(d)); {
+			m = l.stats.fsyncMax.Load()
 		}
 		if err == nil {
 			l.stats.fsyncs.Add(1)
