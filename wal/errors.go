@@ -37,6 +37,12 @@ var (
 	// ErrForeignFile is returned by Open when the directory holds a file the
 	// log did not create.
 	ErrForeignFile = errors.New("wal: foreign file in log directory")
+	// ErrNotAppended wraps the context's error when ctx ended before the
+	// record got an LSN (while Append waited for log-buffer space or a new
+	// segment): nothing was appended, and the returned LSN means nothing.
+	// A context error without it came from the commit wait: the record is
+	// in the log at the returned LSN and may still become durable.
+	ErrNotAppended = errors.New("wal: not appended")
 	// ErrNotFound is returned by NewReader for an LSN below the first
 	// segment kept (removed by RemoveBefore) or above the appended LSN.
 	ErrNotFound = errors.New("wal: LSN not in the log")

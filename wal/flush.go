@@ -136,19 +136,8 @@ func (l *Log) syncWritten() error {
 // syncTimed syncs s, records the sync's timing, and applies the failure rule:
 // a failed sync is final unless Options.UnsafeRetrySync is set.
 func (l *Log) syncTimed(s *segment) error {
-	start := time.Now()
-	l.lastSyncStart.Store(int64(start.Sub(l.opened)))
-	l.stats.fsyncsPending.Add(1)
+	l.lastSyncStart.Store(int64(time.Since(l.opened)))
 	err := l.syncFile(s.f)
-	l.stats.fsyncsPending.Add(-1)
-	d := time.Since(start)
-	l.stats.fsyncTime.Add(int64(d))
-	for {
-		m := l.stats.fsyncMax.Load()
-		if int64(d) <= m || l.stats.fsyncMax.CompareAndSwap(m, int64(d)) {
-			break
-		}
-	}
 	if err != nil {
 		l.stats.fsyncErrors.Add(1)
 		if l.opts.UnsafeRetrySync {
@@ -230,8 +219,21 @@ func (l *Log) flusherRound(ctx context.Context) bool {
 			}
 		}
 		if a.Sync {
-			if err := l.backgroundSync(); err != nil {
-				return false
+			if l.pol.WriteDelay() > 0 {
+				// Buffered and async policies: the sync runs beside the
+				// writes (InnoDB's log_writer and log_flusher are separate
+				// threads), so the next write tick never waits a sync.
+				if l.syncInProgress.CompareAndSwap(false, true) {
+					l.wg.Add(1)
+					go func() {
+						defer l.wg.Done()
+						l.runBackgroundSync()
+					}()
+				}
+			} else if l.syncInProgress.CompareAndSwap(false, true) {
+				if err := l.runBackgroundSync(); err != nil {
+					return false
+				}
 			}
 		}
 	}
@@ -251,11 +253,11 @@ func (l *Log) nextWake(tick time.Duration) time.Duration {
 	return max(d, time.Millisecond)
 }
 
-// backgroundSync syncs what is written, outside the group-commit queue (like
+// runBackgroundSync syncs what is written, outside the group-commit queue (like
 // InnoDB's log_flusher or Redis's bio thread), and wakes commits waiting for
 // it. A failure poisons the log and never marks it clean.
-func (l *Log) backgroundSync() error {
-	l.syncInProgress.Store(true)
+// The caller has set syncInProgress; runBackgroundSync clears it.
+func (l *Log) runBackgroundSync() error {
 	err := l.syncWritten()
 	l.syncInProgress.Store(false)
 	if err != nil {

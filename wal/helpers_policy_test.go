@@ -47,6 +47,9 @@ type syncPoint struct {
 // reservedAfter reports whether an Append that returned err had its record
 // reserved in the log (an LSN assigned) before failing.
 func reservedAfter(err error) bool {
+	if errors.Is(err, wal.ErrNotAppended) {
+		return false
+	}
 	return err == nil || errors.Is(err, wal.ErrDurabilityUnknown) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }

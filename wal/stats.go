@@ -50,9 +50,8 @@ type Stats struct {
 	// FsyncsPending is the number of syncs running now
 	// (Innodb_os_log_pending_fsyncs, Redis aof_pending_bio_fsync).
 	FsyncsPending int64
-	// FsyncTimeTotal and FsyncMaxDuration time the segment syncs of commits,
-	// rolls and the background flusher (pg_stat_wal.wal_sync_time,
-	// log_flush_max_time).
+	// FsyncTimeTotal and FsyncMaxDuration time every segment sync counted
+	// in Fsyncs (pg_stat_wal.wal_sync_time, log_flush_max_time).
 	FsyncTimeTotal, FsyncMaxDuration time.Duration
 	// WriteTimeTotal times the write calls (pg_stat_wal.wal_write_time).
 	WriteTimeTotal time.Duration

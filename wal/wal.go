@@ -158,7 +158,9 @@ func (l *Log) Append(rec []byte) (LSN, error) {
 
 // AppendContext is Append with a context and options. If ctx ends while the
 // commit waits, it returns rec's LSN and ctx.Err(): rec is in the log and may
-// still become durable. Errors: ErrEmptyRecord, ErrRecordTooLarge (nothing
+// still become durable. If ctx ends before rec got an LSN (waiting for
+// log-buffer space or a new segment), the error also matches ErrNotAppended
+// and nothing was appended. Errors: ErrEmptyRecord, ErrRecordTooLarge (nothing
 // appended), ErrClosed, ErrNoSpace (no new segment could be created; nothing
 // appended, the log is not poisoned), an error matching ErrPoisoned after a
 // failed write or sync, and for the commits of the group whose write or sync
@@ -274,6 +276,9 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte) (LSN, error) {
 			err := l.q.Wait(ctx, target, groupcommit.Written)
 			l.mu.Lock()
 			if err != nil {
+				if ctx.Err() != nil {
+					return 0, fmt.Errorf("%w: %w", ErrNotAppended, err)
+				}
 				return 0, err
 			}
 			continue
@@ -297,6 +302,9 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte) (LSN, error) {
 			deadline = time.Now().Add(l.opts.NoSpaceTimeout)
 		}
 		if err := l.awaitSpareLocked(ctx, deadline); err != nil {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				return 0, fmt.Errorf("%w: %w", ErrNotAppended, err)
+			}
 			return 0, err
 		}
 	}
