@@ -7,6 +7,7 @@
 // The policies mirror settings people already know:
 //
 //	policy                      commit returns after     mirrors
+//	PostgresAsync()             = AsyncCommit(200ms, 1 MiB)   synchronous_commit=off with PostgreSQL's defaults
 //	SyncEveryCommit             write + sync (shared)    InnoDB =1, appendfsync always, synchronous_commit=on, sync_binlog=1
 //	SyncEveryN(n)               write; every nth group syncs   sync_binlog=N
 //	SyncInterval(d)             write; sync every d      InnoDB =2
@@ -57,13 +58,13 @@ type Kind uint8
 
 // The policy families, one per row of the table in the package doc.
 const (
-	KindSyncEveryCommit Kind = iota
-	KindSyncEveryN
-	KindSyncInterval
-	KindSyncIntervalPostponed
-	KindBufferedInterval
-	KindAsyncCommit
-	KindSyncNever
+	KindSyncEveryCommit       Kind = iota // SyncEveryCommit (InnoDB =1, appendfsync always)
+	KindSyncEveryN                        // SyncEveryN (sync_binlog=N)
+	KindSyncInterval                      // SyncInterval (InnoDB =2)
+	KindSyncIntervalPostponed             // SyncIntervalPostponed (appendfsync everysec)
+	KindBufferedInterval                  // BufferedInterval (InnoDB =0)
+	KindAsyncCommit                       // AsyncCommit (synchronous_commit=off)
+	KindSyncNever                         // SyncNever (appendfsync no, sync_binlog=0)
 )
 
 var kindNames = [...]string{
@@ -186,6 +187,9 @@ func (p Policy) Validate() error {
 // are byte positions in the log; durations are measured on the monotonic
 // clock.
 type State struct {
+	// AppendedLSN, WrittenLSN and SyncedLSN are how far the log has been
+	// copied into the log buffer, written to the OS, and made durable
+	// (byte positions; SyncedLSN ≤ WrittenLSN ≤ AppendedLSN).
 	AppendedLSN, WrittenLSN, SyncedLSN uint64
 	// GroupsSinceSync counts leader flushes since the last sync.
 	GroupsSinceSync int

@@ -56,6 +56,7 @@ type CorruptionError struct {
 	Reason  string // what failed, e.g. "checksum mismatch"
 }
 
+// Error returns "wal: corrupt frame in SEGMENT at offset N: REASON".
 func (e *CorruptionError) Error() string {
 	return fmt.Sprintf("wal: corrupt frame in %s at offset %d: %s", e.Segment, e.Offset, e.Reason)
 }
