@@ -1,8 +1,11 @@
 // Package bench holds the go test benchmarks of durawal on a real disk: the
-// workloads of the four articles the project reproduces
-// (shared/seeds/README.md), as key=value sub-benchmarks that benchstat reads
-// directly. The experiment runner that prints the articles' tables is
-// bench/cmd/walbench; this package is for comparing two builds or two disks.
+// workloads of the four articles the project reproduces (000:
+// innodb_flush_log_at_trx_commit and P99 on NVMe, MySQL 8.0.35; 001: Redis
+// appendfsync always/everysec/no, Redis 8; 002: the MySQL "fsync cliff"
+// under concurrent commits; 004: counting InnoDB redo fsyncs, MySQL 8.4), as
+// key=value sub-benchmarks that benchstat reads directly. The experiment
+// runner that prints the articles' tables is bench/cmd/walbench; this
+// package is for comparing two builds or two disks.
 //
 // # Running
 //

@@ -75,7 +75,8 @@ func levelsTables(l *levelsResult, disk *diskResult) []table {
 		amp = "×" + fmtRatio(e.CommitsPerSec/l.Single[0].CommitsPerSec)
 	}
 	t2 := table{
-		title: fmt.Sprintf("levels (article 004) — the same %s commits over 8 goroutines at innodb=1 (group commit)", fmtInt(e.Commits)),
+		title: fmt.Sprintf("levels (article 004) — %s commits over 8 goroutines (%s each) at innodb=1 (group commit)",
+			fmtInt(e.Commits), fmtInt(e.Commits/8)),
 		notes: []string{"Full durability: every commit returns after the fdatasync covering it; concurrent commits share it."},
 		header: []string{"run", "fsyncs", "commits/s", "commits/fsync", "vs 1 goroutine", "mean group",
 			"article fsyncs", "article commits/s", "article commits/fsync", "article vs 1"},

@@ -1,6 +1,9 @@
 // Command walbench reruns, against durawal on a real directory, the
-// experiments of the four articles the project reproduces
-// (shared/seeds/README.md), and prints their tables in Markdown:
+// experiments of the four articles the project reproduces, and prints their
+// tables in Markdown. The articles are 000, innodb_flush_log_at_trx_commit
+// and P99 on NVMe (MySQL 8.0.35); 001, Redis appendfsync always/everysec/no
+// (Redis 8, macOS SSD); 002, the MySQL "fsync cliff" under concurrent
+// commits; and 004, counting InnoDB redo fsyncs (MySQL 8.4). The experiments:
 //
 //	disk    the baseline: raw write+fdatasync and raw write latency on a
 //	        preallocated file in the same directory, the physical limit of

@@ -28,7 +28,7 @@ func TestQuick(t *testing.T) {
 	out := stdout.String()
 
 	for _, title := range []string{
-		"## disk", "## levels (article 004) — 500 commits", "## levels (article 004) — the same",
+		"## disk", "## levels (article 004) — 500 commits", "## levels (article 004) — 496 commits over 8 goroutines (62 each)",
 		"## aof (article 001) — 200 synchronous", "## aof (article 001) — batches", "## aof (article 001) — 1 vs 8",
 		"## aof (article 001) — postponed", "## cliff (article 002)", "## tail (article 000)", "## counters",
 	} {

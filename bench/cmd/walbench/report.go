@@ -142,7 +142,7 @@ func writeHeader(w io.Writer, h header) {
 		fmt.Fprintf(w, "- **warning**: %s\n", warn)
 	}
 	fmt.Fprintf(w, "\nColumns headed \"article\" are the article's own figures, measured on its "+
-		"hardware with its database (shared/seeds/README.md): compare the shape, not the numbers.\n\n")
+		"hardware with its database: compare the shape, not the numbers.\n\n")
 }
 
 // writeChecks prints the counter cross-check summary.

@@ -84,14 +84,14 @@ func blockDevice(dir string) string {
 	if model == "" {
 		model = "model unknown"
 	}
-	rot := "rotational unknown"
+	rot := "rotation unknown"
 	switch readTrim(disk + "/queue/rotational") {
 	case "0":
-		rot = "non-rotational"
+		rot = "reported non-rotational"
 	case "1":
-		rot = "rotational (as the kernel reports it; virtual disks often claim 1)"
+		rot = "reported rotational (virtual disks often report so)"
 	}
-	return fmt.Sprintf("%s (%s, %s), mounted at %s from %s", name, model, rot, best, source)
+	return fmt.Sprintf("%s, %s, %s; mounted at %s from %s", name, model, rot, best, source)
 }
 
 // within reports whether path is mnt or lies under it.
