@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/durawal/durawal/examples/internal/lesson"
 	"github.com/stretchr/testify/require"
@@ -26,4 +27,24 @@ func TestRun(t *testing.T) {
 		perFsync := lesson.Number(rows[c][3])
 		require.GreaterOrEqual(t, perFsync, 1.0, "%s committers", c)
 	}
+}
+
+func TestExplain(t *testing.T) {
+	us := time.Microsecond
+	quiet := figures{one: 10957, eight: 68405, perFsync8: 8, perFsyncPlain: 4.5,
+		p50none: 99 * us, p50delay: 598 * us, perGroup: 600 * us, byCount16: 625}
+	text := explain(quiet)
+	require.Contains(t, text, "throughput rises (×6.2 here")
+	require.Contains(t, text, "4.5 commits per fsync")
+	require.NotContains(t, text, "no better here")
+	require.Contains(t, text, "took 598 µs instead of 99 µs")
+	require.Contains(t, text, "most delays ended by count (625 of 625)")
+
+	loaded := figures{one: 5000, eight: 4000, perFsync8: 3, perFsyncPlain: 3.5,
+		p50none: 900 * us, p50delay: 700 * us, perGroup: 800 * us, byCount16: 10, byTime16: 300}
+	text = explain(loaded)
+	require.Contains(t, text, "throughput did not rise here (×0.8")
+	require.Contains(t, text, "no better here")
+	require.Contains(t, text, "against 900 µs without it")
+	require.Contains(t, text, "still ended by time (300 of 310)")
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/durawal/durawal/examples/internal/lesson"
 	"github.com/stretchr/testify/require"
@@ -25,4 +26,23 @@ func TestRun(t *testing.T) {
 		// ran: a handful of syncs (the one at Close, maybe a tick or two).
 		require.Less(t, lesson.Number(rows[level][4]), commits/10, "level %s", level)
 	}
+}
+
+func TestExplain(t *testing.T) {
+	ms := time.Millisecond
+	text := explain(figures{
+		fsyncs:  map[int]uint64{1: 10000, 2: 1, 0: 1},
+		elapsed: map[int]time.Duration{1: 1091 * ms, 2: 19 * ms, 0: 4 * ms},
+	})
+	require.Contains(t, text, "one fdatasync per commit (10,000 here")
+	require.Contains(t, text, "under a second, as both did here, costs them about one fsync (1 and 1, counting")
+	require.Contains(t, text, "match the article's shape")
+
+	// A slow machine: level 2 ran past its first background syncs.
+	text = explain(figures{
+		fsyncs:  map[int]uint64{1: 1000, 2: 4, 0: 2},
+		elapsed: map[int]time.Duration{1: 9 * time.Second, 2: 3200 * ms, 0: 900 * ms},
+	})
+	require.NotContains(t, text, "under a second")
+	require.Contains(t, text, "one fsync per second of run plus one at Close (4 in 3.2s and 2 in 900ms here)")
 }

@@ -1,6 +1,8 @@
-// What-is-lost measures the thing none of the articles in shared/seeds could:
-// how many acknowledged commits each policy actually loses, in the two crashes
-// that matter, set beside what the policy promises (DESIGN.md's table).
+// What-is-lost measures the thing none of the four articles the lessons
+// follow could: how many acknowledged commits each policy actually loses, in
+// the two crashes that matter, set beside what the policy promises (the
+// policy table in the top-level README.md, "Policies", and the doc of each
+// constructor in package policy).
 //
 //   - Power loss. The log runs on vfs.NewMem(), an in-memory filesystem that
 //     remembers which bytes were synced. While four committers are running,
@@ -39,7 +41,8 @@ import (
 	"github.com/durawal/durawal/wal/vfs"
 )
 
-// policies are the rows: each with what DESIGN.md promises it loses.
+// policies are the rows: each with what it promises to lose (README.md,
+// "Policies").
 var policies = []struct {
 	name          string
 	policy        func() policy.Policy
@@ -68,6 +71,7 @@ func main() {
 func run(ctx context.Context, dir string, out io.Writer) error {
 	runFor := lesson.Pick(ctx, 1300*time.Millisecond, 300*time.Millisecond)
 
+	cuts, kills := map[string]outcome{}, map[string]outcome{}
 	t := lesson.NewTable("policy", "power loss: lost / acked", "oldest lost",
 		"kill -9: lost / acked", "oldest lost", "promise: kill -9", "promise: power loss")
 	for _, p := range policies {
@@ -79,27 +83,82 @@ func run(ctx context.Context, dir string, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s, kill -9: %w", p.name, err)
 		}
+		cuts[p.name], kills[p.name] = cut, kill
 		t.Row(p.name, cut.lostOf(), cut.window(), kill.lostOf(), kill.window(), p.onKill, p.onCut)
 	}
 	t.Fprint(out)
 
-	lesson.Explain(out, fmt.Sprintf(`Every row kept its promise if its "lost" is 0 where the promise
-		says nothing and its oldest loss lies inside the promised window elsewhere.
-		innodb=1 fsyncs before it acknowledges, so neither crash loses anything. The
-		policies that write at commit (innodb=2, everysec, no) lose nothing to kill -9,
-		because a write that returned is in the kernel's page cache, which outlives
-		the process; on power loss they lose what was written but not yet synced: up
-		to a second for the interval policies (each crash here came %s in, so they lost
-		what followed the sync at the 1 s mark; a crash just before the next sync would
-		lose nearly a second), and for no everything since the last
-		sync, which here means everything (a real kernel writes back dirty pages within
-		about 30 s, the simulated power cut keeps none of them). The buffered policies
-		(innodb=0, async-commit) acknowledge from the log buffer in memory, so even
-		kill -9 loses their last interval; async-commit's window is shorter because
-		its writer wakes every 200 ms. Counts depend on the commit rate (four
-		committers, each pausing a millisecond between commits); the window in time
-		is what the policy bounds.`, runFor))
+	lesson.Explain(out, explain(runFor, cuts, kills))
 	return nil
+}
+
+// explain returns the lesson's paragraph, each claim chosen from the
+// measured outcomes (by policy name) and the time each crash came.
+func explain(runFor time.Duration, cuts, kills map[string]outcome) string {
+	var b strings.Builder
+	b.WriteString(`Every row kept its promise if its "lost" is 0 where the promise says nothing
+		and its oldest loss lies inside the promised window elsewhere. `)
+	if one := cuts["innodb=1"].lost + kills["innodb=1"].lost; one == 0 {
+		b.WriteString(`innodb=1 fsyncs before it acknowledges, so neither crash loses anything. `)
+	} else {
+		fmt.Fprintf(&b, `innodb=1 fsyncs before it acknowledges, so neither crash should lose
+			anything; here it lost %d, which is a bug. `, one)
+	}
+	var broke []string
+	for _, name := range []string{"innodb=2", "everysec", "no"} {
+		if n := kills[name].lost; n > 0 {
+			broke = append(broke, fmt.Sprintf("%s lost %d", name, n))
+		}
+	}
+	if len(broke) == 0 {
+		b.WriteString(`The policies that write at commit (innodb=2, everysec, no) lose nothing
+			to kill -9, because a write that returned is in the kernel's page cache, which
+			outlives the process; `)
+	} else {
+		fmt.Fprintf(&b, `The policies that write at commit (innodb=2, everysec, no) should lose
+			nothing to kill -9, because a write that returned is in the kernel's page cache,
+			which outlives the process; here %s, which is a bug; `, strings.Join(broke, " and "))
+	}
+	oldest := max(cuts["innodb=2"].oldest, cuts["everysec"].oldest).Round(time.Millisecond)
+	b.WriteString(`on power loss they lose what was written but not yet synced: up to a second
+		for the interval policies `)
+	if runFor < time.Second {
+		fmt.Fprintf(&b, `(each crash here came %s in, before the first once-a-second sync, so
+			nothing they had acknowledged was synced yet: the oldest loss was %s; a crash
+			just before a later sync would lose nearly a second), `, runFor, oldest)
+	} else {
+		fmt.Fprintf(&b, `(each crash here came %s in, so they lost what followed the sync at the
+			%d s mark, the oldest %s before the crash; a crash just before the next sync
+			would lose nearly a second), `, runFor, int(runFor/time.Second), oldest)
+	}
+	no := cuts["no"]
+	if no.lost == no.acked {
+		b.WriteString(`and for no everything since the last sync, which here means everything
+			(a real kernel writes back dirty pages within about 30 s, the simulated power cut
+			keeps none of them). `)
+	} else {
+		fmt.Fprintf(&b, `and for no everything since the last sync, here %s of %s acknowledged
+			commits (it syncs only at Sync, Close and segment rolls; a real kernel also writes
+			back dirty pages within about 30 s, the simulated power cut keeps none of them). `,
+			lesson.Thousands(int64(no.lost)), lesson.Thousands(int64(no.acked)))
+	}
+	zero, async := kills["innodb=0"], kills["async-commit"]
+	fmt.Fprintf(&b, `The buffered policies (innodb=0, async-commit) acknowledge from the log
+		buffer in memory, so even kill -9 can lose their last interval (here %s and %s
+		commits). `, lesson.Thousands(int64(zero.lost)), lesson.Thousands(int64(async.lost)))
+	zc, ac := cuts["innodb=0"], cuts["async-commit"]
+	if ac.lost > 0 && (zc.lost == 0 || ac.oldest >= zc.oldest) {
+		fmt.Fprintf(&b, `async-commit's writer wakes every 200 ms against innodb=0's once a
+			second, so its window should be the shorter one; here it was not (oldest power-loss
+			loss %s against %s). `, ac.window(), zc.window())
+	} else {
+		fmt.Fprintf(&b, `async-commit's window is shorter because its writer wakes every 200 ms
+			against innodb=0's once a second (oldest power-loss loss %s against %s). `,
+			ac.window(), zc.window())
+	}
+	b.WriteString(`Counts depend on the commit rate (four committers, each pausing a
+		millisecond between commits); the window in time is what the policy bounds.`)
+	return lesson.OneLine(b.String())
 }
 
 // outcome is what one crash did to the acknowledged commits.

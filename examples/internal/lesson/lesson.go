@@ -191,6 +191,13 @@ func Explain(w io.Writer, text string) {
 	fmt.Fprintln(w)
 }
 
+// OneLine returns text with every run of white space (the indentation and
+// line breaks of a raw string literal) collapsed to one space, so that a
+// lesson's paragraph can be built from pieces and tested as plain text.
+func OneLine(text string) string {
+	return strings.Join(strings.Fields(text), " ")
+}
+
 // Micros formats d in microseconds, e.g. "131 µs", or milliseconds above 10 ms.
 func Micros(d time.Duration) string {
 	if d >= 10*time.Millisecond {

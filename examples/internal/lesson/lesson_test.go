@@ -39,6 +39,10 @@ func TestFormatting(t *testing.T) {
 	require.Equal(t, "41.0 ms", Micros(41*time.Millisecond))
 }
 
+func TestOneLine(t *testing.T) {
+	require.Equal(t, "a b c", OneLine("\ta\n\t\tb  c\n"))
+}
+
 func TestQuick(t *testing.T) {
 	ctx := t.Context()
 	require.False(t, Quick(ctx))
