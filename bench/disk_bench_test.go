@@ -25,7 +25,7 @@ func BenchmarkDisk(b *testing.B) {
 
 func benchDisk(b *testing.B, size int, sync bool) {
 	fs := vfs.OS()
-	f, err := fs.Create(filepath.Join(benchDir(b), "baseline"))
+	f, err := fs.Create(filepath.Join(benchDir(b), "baseline"), vfs.Fdatasync)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -43,6 +43,12 @@ var (
 	// A context error without it came from the commit wait: the record is
 	// in the log at the returned LSN and may still become durable.
 	ErrNotAppended = errors.New("wal: not appended")
+	// ErrSyncMethodUnsupported is returned by Open when the filesystem or
+	// the platform refuses Options.SyncMethod (O_DIRECT on tmpfs, some
+	// overlay and FUSE mounts, ext4 data=journal, or on darwin) and
+	// Options.AllowSyncMethodFallback is not set. The error names the
+	// method and the path, and wraps the filesystem's error.
+	ErrSyncMethodUnsupported = errors.New("wal: sync method not supported by the filesystem")
 	// ErrNotFound is returned by NewReader for an LSN below the first
 	// segment kept (removed by RemoveBefore) or above the appended LSN.
 	ErrNotFound = errors.New("wal: LSN not in the log")

@@ -60,14 +60,24 @@ func (l *Log) writeBuffer(b *logBuffer) error {
 }
 
 // writeAt writes frames p, which start at lsn, into the segment receiving
-// writes, and advances the written LSN.
+// writes, and advances the written LSN; under a write-through method
+// (O_DSYNC) the write made them durable, so it advances the synced LSN too.
+// Under O_DIRECT the write is padded to whole blocks (writeDirect).
 func (l *Log) writeAt(p []byte, lsn LSN) error {
 	if len(p) == 0 {
 		return nil
 	}
 	seg := l.writeSeg
+	off := seg.offset(lsn)
 	start := time.Now()
-	n, err := seg.f.WriteAt(p, seg.offset(lsn))
+	var n int
+	var padding int64
+	var err error
+	if l.method.Direct() {
+		n, padding, err = l.writeDirect(seg, p, off)
+	} else {
+		n, err = seg.f.WriteAt(p, off)
+	}
 	l.stats.writeCalls.Add(1)
 	l.stats.bytesWritten.Add(uint64(n))
 	l.stats.writeTime.Add(int64(time.Since(start)))
@@ -76,13 +86,28 @@ func (l *Log) writeAt(p []byte, lsn LSN) error {
 	}
 	if err != nil {
 		l.stats.writeErrors.Add(1)
-		return fmt.Errorf("writing %s at offset %d: %w", seg.path, seg.offset(lsn), err)
+		return fmt.Errorf("writing %s at offset %d with %v: %w", seg.path, off, l.method, err)
+	}
+	l.stats.paddingBytes.Add(uint64(padding))
+	bs := int64(max(l.dio.align, blockCountSize))
+	if (off+int64(len(p)))/bs > off/bs {
+		l.stats.fullBlockWrites.Add(1)
+	} else {
+		l.stats.partialBlockWrites.Add(1)
 	}
 	end := uint64(lsn) + uint64(len(p))
 	l.written.Store(end)
+	if l.method.WriteThrough() {
+		l.synced.Store(end)
+	}
 	l.lastWrite.Store(int64(time.Since(l.opened)))
 	return nil
 }
+
+// blockCountSize is the block size, in bytes, by which writes are counted as
+// full-block or partial-block writes without O_DIRECT (InnoDB's 512-byte
+// log block); under O_DIRECT it is the direct-I/O alignment.
+const blockCountSize = 512
 
 // rollTo finishes the segment receiving writes (synced before the next one
 // is used, as PostgreSQL's XLogWrite does) and installs next.
@@ -93,10 +118,12 @@ func (l *Log) rollTo(next *segment) error {
 		return err
 	}
 	old := l.writeSeg
-	if err := l.syncTimed(old); err != nil {
-		return err
+	if !l.method.WriteThrough() { // under O_DSYNC every write was durable already
+		if err := l.syncTimed(old); err != nil {
+			return err
+		}
+		l.synced.Store(l.written.Load())
 	}
-	l.synced.Store(l.written.Load())
 	if err := l.installSegment(next, next.first); err != nil {
 		return fmt.Errorf("installing segment %s: %w", segmentName(next.first), err)
 	}
@@ -114,12 +141,16 @@ func (l *Log) rollTo(next *segment) error {
 }
 
 // syncWritten syncs everything written so far and advances the synced LSN.
-// It returns nil at once if nothing written is unsynced.
+// It returns nil at once if nothing written is unsynced, or if the sync
+// method writes through (O_DSYNC: each write advanced the synced LSN).
 func (l *Log) syncWritten() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	if err := l.poisoned(); err != nil {
 		return err // never sync again after a failed sync or write (fsyncgate)
+	}
+	if l.method.WriteThrough() {
+		return nil
 	}
 	target := l.written.Load()
 	if target <= l.synced.Load() {

@@ -199,8 +199,8 @@ func (h *hookFS) wrap(f vfs.File, name string, err error) (vfs.File, error) {
 	return &hookFile{File: f, fs: h, name: name}, nil
 }
 
-func (h *hookFS) Create(name string) (vfs.File, error) {
-	f, err := h.FS.Create(name)
+func (h *hookFS) Create(name string, m vfs.SyncMethod) (vfs.File, error) {
+	f, err := h.FS.Create(name, m)
 	return h.wrap(f, name, err)
 }
 
@@ -209,8 +209,8 @@ func (h *hookFS) Open(name string) (vfs.File, error) {
 	return h.wrap(f, name, err)
 }
 
-func (h *hookFS) OpenReadWrite(name string) (vfs.File, error) {
-	f, err := h.FS.OpenReadWrite(name)
+func (h *hookFS) OpenReadWrite(name string, m vfs.SyncMethod) (vfs.File, error) {
+	f, err := h.FS.OpenReadWrite(name, m)
 	return h.wrap(f, name, err)
 }
 

@@ -62,6 +62,28 @@ type Options struct {
 	// the filesystem reports ENOSPC before it returns ErrNoSpace.
 	// Default DefaultNoSpaceTimeout.
 	NoSpaceTimeout time.Duration
+	// SyncMethod says how segment files reach stable storage, like
+	// innodb_flush_method and wal_sync_method; it is independent of the
+	// Policy, which says when. Default [vfs.Fdatasync] (write, then
+	// fdatasync). [vfs.Fsync] syncs with fsync. [vfs.ODsync] opens segments
+	// with O_DSYNC: every write is durable on return, the log issues no
+	// sync for commits or rolls (Stats.Fsyncs stays 0 for them) and the
+	// synced LSN advances with each write, so every policy that writes at
+	// commit becomes as durable as SyncEveryCommit. [vfs.ODirect] adds
+	// O_DIRECT to fdatasync: writes are padded to whole blocks of the
+	// queried alignment (Stats.PaddingBytes) and the partial last block is
+	// rewritten by the next write. [vfs.ODirectODsync] is O_DIRECT|O_DSYNC.
+	// Under O_DIRECT, SegmentSize must be a multiple of the alignment. A
+	// log written with one method can be reopened with any other.
+	SyncMethod vfs.SyncMethod
+	// AllowSyncMethodFallback lets Open fall back when the filesystem or
+	// the platform refuses SyncMethod, instead of failing with
+	// ErrSyncMethodUnsupported: O_DIRECT is dropped and the durability kept
+	// (ODirect → Fdatasync, ODirectODsync → ODsync, then ODsync →
+	// Fdatasync). The fallback is logged and reported in Stats.SyncMethod
+	// and Stats.SyncMethodFallback; it never weakens what a commit waits
+	// for. Default false.
+	AllowSyncMethodFallback bool
 	// FS is the filesystem the log lives on. Default [vfs.OS].
 	FS vfs.FS
 	// Logger receives lifecycle events (recovery, rolls, poisoning), never
@@ -118,6 +140,9 @@ func (o Options) validate() error {
 	}
 	if o.BufferSize < 1 {
 		return bad("BufferSize %d bytes, want ≥ 1", o.BufferSize)
+	}
+	if !o.SyncMethod.Valid() {
+		return bad("SyncMethod %v", o.SyncMethod)
 	}
 	if o.NoSpaceTimeout < 0 {
 		return bad("NoSpaceTimeout %s, want ≥ 0", o.NoSpaceTimeout)

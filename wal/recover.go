@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/durawal/durawal/wal/vfs"
 )
 
 // RecoveryInfo says what Open found and repaired.
@@ -89,11 +91,24 @@ func (l *Log) recover() error {
 		if err != nil {
 			return err
 		}
-		f, err := l.fs.OpenReadWrite(path)
+		f, err := l.openFile(path, l.fs.OpenReadWrite)
 		if err != nil {
+			if f != nil {
+				f.Close()
+			}
 			return fmt.Errorf("wal: open: %w", err)
 		}
-		s := &segment{first: first, size: int64(len(buf)), path: path, f: f}
+		s := &segment{first: first, size: int64(len(buf)), limit: int64(len(buf)), path: path, f: f}
+		if l.method.Direct() {
+			// The partial block at the end of the frames is rewritten by
+			// the next write: keep its bytes. An unaligned end of a
+			// segment written by another method is left unused.
+			s.limit = alignDown(s.size, l.dio.align)
+			if endOff := s.offset(end); endOff <= s.limit {
+				blk := alignDown(endOff, l.dio.align)
+				l.dio.setTail(blk, buf[blk:endOff])
+			}
+		}
 		l.writeSeg, l.appendSeg, l.next = s, s, end
 		// After a process crash what was recovered may be only in the page
 		// cache (frames and segment names alike), yet every new frame will
@@ -216,21 +231,63 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (LSN, error) {
 
 // zeroTail overwrites the torn tail that starts at end with zeros and syncs,
 // so no stale frame can ever be read as live and new frames follow the last
-// valid one.
+// valid one. The sync is a real one under every method: the recovered
+// frames may have been written by an earlier process through the page cache.
 func (l *Log) zeroTail(s *segment, end LSN) error {
 	off := s.offset(end)
 	stop := off + l.info.TornBytes
+	f := s.f
+	if l.method.Direct() {
+		if stop <= s.limit {
+			// Aligned: rewrite the partial block's kept bytes, then zeros
+			// to the next block boundary.
+			if err := l.zeroDirect(s, alignUp(stop, l.dio.align)); err != nil {
+				return err
+			}
+			l.opts.Logger.Warn("wal: truncated a torn tail", "segment", s.path, "lsn", end, "bytes", l.info.TornBytes)
+			return l.syncFile(s.f)
+		}
+		// The torn bytes reach an unaligned end that O_DIRECT cannot
+		// write (a segment made with another SegmentSize): zero them
+		// through a buffered handle.
+		bf, err := l.fs.OpenReadWrite(s.path, vfs.Fdatasync)
+		if err != nil {
+			return err
+		}
+		defer bf.Close()
+		f = bf
+	}
 	zeros := make([]byte, min(1<<20, l.info.TornBytes))
 	for off < stop {
 		clear(zeros)
 		n := min(int64(len(zeros)), stop-off)
-		if _, err := s.f.WriteAt(zeros[:n], off); err != nil {
+		if _, err := f.WriteAt(zeros[:n], off); err != nil {
 			return err
 		}
 		off += n
 	}
 	l.opts.Logger.Warn("wal: truncated a torn tail", "segment", s.path, "lsn", end, "bytes", l.info.TornBytes)
-	return l.syncFile(s.f)
+	return l.syncFile(f)
+}
+
+// zeroDirect writes, through O_DIRECT, the partial block at dio.tailOff (its
+// kept bytes, then zeros) and zeros after it up to stop, an aligned offset.
+func (l *Log) zeroDirect(s *segment, stop int64) error {
+	const chunk = 1 << 20
+	d := &l.dio
+	buf := alignedBuf(int(min(chunk, stop-d.tailOff)), d.align)
+	for off := d.tailOff; off < stop; {
+		clear(buf)
+		n := min(int64(len(buf)), stop-off)
+		if off == d.tailOff {
+			copy(buf, d.tail)
+		}
+		if _, err := s.f.WriteAt(buf[:n], off); err != nil {
+			return err
+		}
+		off += n
+	}
+	return nil
 }
 
 // String names a frame status for error messages.

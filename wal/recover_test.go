@@ -401,7 +401,7 @@ func TestForeignFile(t *testing.T) {
 	for _, name := range []string{"notes.txt", "0001.wal", "00000000000000000000.wal.bak", "123456789012345678901.wal"} {
 		t.Run(name, func(t *testing.T) {
 			w := writeLog(t, wal.Options{}, []int{10})
-			f, err := w.mem.Create(filepath.Join(logDir, name))
+			f, err := w.mem.Create(filepath.Join(logDir, name), vfs.Fdatasync)
 			require.NoError(t, err)
 			require.NoError(t, f.Close())
 			_, err = wal.Open(logDir, wal.Options{FS: w.mem, SegmentSize: testSegmentSize})
@@ -414,7 +414,7 @@ func TestForeignFile(t *testing.T) {
 func TestLeftoverTempRemoved(t *testing.T) {
 	w := writeLog(t, wal.Options{}, []int{10, 20})
 	for _, name := range []string{"prepare-7.wal.tmp", "x.wal.tmp"} {
-		f, err := w.mem.Create(filepath.Join(logDir, name))
+		f, err := w.mem.Create(filepath.Join(logDir, name), vfs.Fdatasync)
 		require.NoError(t, err)
 		_, err = f.WriteAt([]byte("junk"), 0)
 		require.NoError(t, err)
@@ -455,7 +455,7 @@ func FuzzRecover(f *testing.F) {
 		mem := vfs.NewMem()
 		require.NoError(t, mem.MkdirAll(logDir, 0o755))
 		name := filepath.Join(logDir, "00000000000000000000.wal")
-		file, err := mem.Create(name)
+		file, err := mem.Create(name, vfs.Fdatasync)
 		require.NoError(t, err)
 		_, err = file.WriteAt(append(bytes.Clone(header), b...), 0)
 		require.NoError(t, err)

@@ -86,6 +86,7 @@ func checkSegmentHeader(b []byte, first LSN) string {
 type segment struct {
 	first LSN
 	size  int64 // file size in bytes
+	limit int64 // end of the bytes new frames may use: size, aligned down under O_DIRECT
 	path  string
 	f     vfs.File // write handle while the segment is active or prepared
 }
@@ -93,17 +94,35 @@ type segment struct {
 // capacity returns how many frame bytes fit the segment.
 func (s *segment) capacity() int64 { return s.size - segmentHeaderSize }
 
+// room returns how many frame bytes new appends may fill: the capacity,
+// less an unaligned end that direct I/O cannot write (a segment created
+// with another SegmentSize and reopened with O_DIRECT).
+func (s *segment) room() int64 {
+	if s.limit > 0 {
+		return s.limit - segmentHeaderSize
+	}
+	return s.capacity()
+}
+
 // offset returns the file offset of lsn within s.
 func (s *segment) offset(lsn LSN) int64 { return segmentHeaderSize + int64(lsn-s.first) }
 
 // prepareSegment creates a zero-filled, synced temporary segment file of
 // size bytes in dir (PostgreSQL XLogFileInit): appends into it later need no
-// size or extent updates, so fdatasync flushes data only. A failure removes
-// the temporary file; ENOSPC is reported as an error matching syscall.ENOSPC.
+// size or extent updates, so fdatasync flushes data only. The file is opened
+// with the log's sync method; under O_DIRECT the zeros are written from an
+// aligned buffer in aligned chunks (SegmentSize is a multiple of the
+// alignment), under O_DSYNC each write is durable and no sync follows. A
+// failure removes the temporary file; ENOSPC is reported as an error
+// matching syscall.ENOSPC.
 func (l *Log) prepareSegment() (*segment, error) {
 	path := filepath.Join(l.dir, fmt.Sprintf("prepare-%d%s", l.tmpSeq.Add(1), tmpSuffix))
-	f, err := l.fs.Create(path)
+	f, err := l.openFile(path, l.fs.Create)
 	if err != nil {
+		if f != nil {
+			f.Close()
+			l.fs.Remove(path)
+		}
 		return nil, err
 	}
 	fail := func(err error) (*segment, error) {
@@ -111,8 +130,8 @@ func (l *Log) prepareSegment() (*segment, error) {
 		l.fs.Remove(path)
 		return nil, err
 	}
-	const chunk = 1 << 20
-	zeros := make([]byte, min(chunk, l.opts.SegmentSize))
+	const chunk = 1 << 20 // a multiple of every accepted alignment
+	zeros := alignedBuf(int(min(chunk, l.opts.SegmentSize)), l.dio.align)
 	for off := int64(0); off < l.opts.SegmentSize; off += int64(len(zeros)) {
 		clear(zeros) // the FS may scramble written buffers
 		n := min(int64(len(zeros)), l.opts.SegmentSize-off)
@@ -124,24 +143,34 @@ func (l *Log) prepareSegment() (*segment, error) {
 			return fail(err)
 		}
 	}
-	if err := l.syncFile(f); err != nil {
+	if err := l.syncSegment(f); err != nil {
 		return fail(err)
 	}
-	return &segment{size: l.opts.SegmentSize, path: path, f: f}, nil
+	return &segment{size: l.opts.SegmentSize, limit: l.opts.SegmentSize, path: path, f: f}, nil
 }
 
 // installSegment gives a prepared segment its first LSN: it writes the header,
 // syncs it, renames the file to its segment name and syncs the directory.
-// After it returns nil the segment survives a power loss.
+// After it returns nil the segment survives a power loss. Under O_DIRECT the
+// header goes out as a whole block (header, then the zeros already there),
+// and the block becomes the partial block the first frames rewrite.
 //
 // s.first must already be first: on a roll, appenders read s.first under
 // l.mu while the leader installs s without it, so writing it here (even the
 // same value) would be a data race.
 func (l *Log) installSegment(s *segment, first LSN) error {
-	if _, err := s.f.WriteAt(encodeSegmentHeader(first, s.size), 0); err != nil {
+	hdr := encodeSegmentHeader(first, s.size)
+	if l.method.Direct() {
+		blk := alignedBuf(l.dio.align, l.dio.align)
+		copy(blk, hdr)
+		if _, err := s.f.WriteAt(blk, 0); err != nil {
+			return err
+		}
+		l.dio.setTail(0, hdr)
+	} else if _, err := s.f.WriteAt(hdr, 0); err != nil {
 		return err
 	}
-	if err := l.syncFile(s.f); err != nil {
+	if err := l.syncSegment(s.f); err != nil {
 		return err
 	}
 	path := filepath.Join(l.dir, segmentName(first))
@@ -174,6 +203,16 @@ func (l *Log) syncFile(f vfs.File) error {
 		}
 		return err
 	}
+}
+
+// syncSegment syncs f unless the sync method writes through (O_DSYNC): then
+// every write to f was durable when it returned and there is nothing to
+// sync, and, as InnoDB and PostgreSQL report it, no fsync is counted.
+func (l *Log) syncSegment(f vfs.File) error {
+	if l.method.WriteThrough() {
+		return nil
+	}
+	return l.syncFile(f)
 }
 
 // syncDir makes the log directory's entries durable.

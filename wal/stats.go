@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/durawal/durawal/groupcommit"
+	"github.com/durawal/durawal/wal/vfs"
 )
 
 // counters are the log's own counters, updated with atomics so Stats can be
@@ -12,6 +13,8 @@ import (
 type counters struct {
 	commits, appendRequests, bytesAppended        atomic.Uint64
 	writeCalls, bytesWritten, writeErrors         atomic.Uint64
+	paddingBytes                                  atomic.Uint64
+	fullBlockWrites, partialBlockWrites           atomic.Uint64
 	fsyncs, dirSyncs, fsyncErrors                 atomic.Uint64
 	backgroundSyncs, rolls                        atomic.Uint64
 	bufferFullWaits, segmentCreateStalls          atomic.Uint64
@@ -34,14 +37,28 @@ type Stats struct {
 	// WriteCalls counts write calls that moved the written LSN
 	// (Innodb_log_writes, pg_stat_wal.wal_write).
 	WriteCalls uint64
-	// BytesWritten counts frame bytes written to segments, headers and
-	// padding of frames included (Innodb_os_log_written).
+	// BytesWritten counts frame bytes written to segments, frame headers
+	// and the frames' own 8-byte padding included, direct-I/O block padding
+	// and rewritten partial blocks excluded (Innodb_os_log_written).
 	BytesWritten uint64
+	// PaddingBytes counts the zeros written after the last frame to fill
+	// the last block of a direct-I/O write (INNODB_METRICS log_padded). 0
+	// without O_DIRECT.
+	PaddingBytes uint64
+	// FullBlockWrites counts writes that completed at least one block, and
+	// PartialBlockWrites writes that only extended the incomplete last
+	// block (INNODB_METRICS log_full_block_writes /
+	// log_partial_block_writes). The block is the direct-I/O alignment
+	// under O_DIRECT, else 512 bytes.
+	FullBlockWrites, PartialBlockWrites uint64
 	// WriteErrors counts failed writes.
 	WriteErrors uint64
-	// Fsyncs counts successful fdatasync calls on segment files: commit
-	// syncs, background syncs, roll syncs and the syncs that prepare and
-	// install new segments (Innodb_os_log_fsyncs, pg_stat_wal.wal_sync).
+	// Fsyncs counts successful fdatasync (or fsync) calls on segment files:
+	// commit syncs, background syncs, roll syncs and the syncs that prepare
+	// and install new segments (Innodb_os_log_fsyncs, pg_stat_wal.wal_sync).
+	// Under a write-through SyncMethod (O_DSYNC) none of these is issued,
+	// as InnoDB and PostgreSQL report it; only the one sync Open does on a
+	// recovered segment is counted.
 	Fsyncs uint64
 	// DirSyncs counts successful fsyncs of the log directory.
 	DirSyncs uint64
@@ -79,6 +96,17 @@ type Stats struct {
 	// Group holds the group-commit queue's counters: groups, group sizes,
 	// delay triggers.
 	Group groupcommit.Stats
+	// SyncMethod is the sync method in use; SyncMethodFallback reports that
+	// it is a fallback from Options.SyncMethod, which the filesystem
+	// refused (Options.AllowSyncMethodFallback).
+	SyncMethod         vfs.SyncMethod
+	SyncMethodFallback bool
+	// DirectIOAlignment is the alignment in bytes of direct-I/O writes (1
+	// without O_DIRECT), and DirectIOAlignmentSource where it came from:
+	// "statx STATX_DIOALIGN", "sysfs logical_block_size of MAJ:MIN",
+	// "default 4096", "MemFS", or "none".
+	DirectIOAlignment       int
+	DirectIOAlignmentSource string
 }
 
 // FsyncsPerCommit returns Fsyncs / Commits, or 0 with no commits.
@@ -127,5 +155,13 @@ func (l *Log) Stats() Stats {
 		WrittenLSN:          LSN(l.written.Load()),
 		SyncedLSN:           LSN(l.synced.Load()),
 		Group:               l.q.Stats(),
+
+		PaddingBytes:            c.paddingBytes.Load(),
+		FullBlockWrites:         c.fullBlockWrites.Load(),
+		PartialBlockWrites:      c.partialBlockWrites.Load(),
+		SyncMethod:              l.method,
+		SyncMethodFallback:      l.fellBack,
+		DirectIOAlignment:       l.dio.align,
+		DirectIOAlignmentSource: l.dio.source,
 	}
 }

@@ -28,6 +28,11 @@ type Log struct {
 	opened time.Time // monotonic origin of the nanosecond clocks below
 	info   RecoveryInfo
 
+	// Set while Open runs and fixed after it.
+	method   vfs.SyncMethod // the sync method in use (after any fallback)
+	fellBack bool           // method is a fallback from opts.SyncMethod
+	opening  bool           // Open is running: a refused method may fall back
+
 	mu            sync.Mutex // guards the fields down to the blank line
 	next          LSN        // where the next frame goes (the appended LSN)
 	active        *logBuffer // frames appended but not yet taken by a flush
@@ -46,6 +51,7 @@ type Log struct {
 
 	syncMu   sync.Mutex // serialises syncs and segment rolls; guards writeSeg
 	writeSeg *segment   // segment that receives the write at the written LSN
+	dio      dioState   // direct-I/O state of writeSeg (owned like writeSeg)
 
 	segsMu    sync.Mutex // guards segFirsts; held while RemoveBefore removes files
 	segFirsts []LSN      // first LSNs of the installed segments, ascending
@@ -85,8 +91,11 @@ func (b *logBuffer) reset(start LSN) {
 // makes Open fail with a *CorruptionError (errors.Is(err, ErrCorrupt)) naming
 // the segment and byte offset. The directory is locked against a second Log.
 //
-// Errors: ErrInvalidOptions for bad options, ErrForeignFile for a file the
-// log did not create, ErrCorrupt, vfs.ErrLocked, ErrNoSpace if the first
+// Errors: ErrInvalidOptions for bad options (also a SegmentSize that is not
+// a multiple of the direct-I/O alignment under O_DIRECT),
+// ErrSyncMethodUnsupported if the filesystem or platform refuses
+// Options.SyncMethod and no fallback was allowed, ErrForeignFile for a file
+// the log did not create, ErrCorrupt, vfs.ErrLocked, ErrNoSpace if the first
 // segment cannot be created, or the filesystem's error with the path.
 func Open(dir string, opts Options) (*Log, error) {
 	opts = opts.withDefaults()
@@ -103,6 +112,8 @@ func Open(dir string, opts Options) (*Log, error) {
 		pol:    opts.Policy,
 		opened: time.Now(),
 		stop:   make(chan struct{}),
+		method: opts.SyncMethod,
+		dio:    dioState{align: 1, source: "none"},
 	}
 	q, err := groupcommit.New(l.flush, opts.GroupCommit)
 	if err != nil {
@@ -117,7 +128,10 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
 	}
 	l.lock = lock
-	if err := l.recover(); err != nil {
+	l.opening = true
+	err = l.recover()
+	l.opening = false
+	if err != nil {
 		l.closeFiles()
 		lock.Close()
 		return nil, err
@@ -133,7 +147,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		go l.runFlusher()
 	}
 	l.opts.Logger.Info("wal: opened", "dir", dir, "lsn", l.next, "policy", l.pol.String(),
-		"segments", l.info.Segments, "torn_bytes", l.info.TornBytes)
+		"sync_method", l.method.String(), "segments", l.info.Segments, "torn_bytes", l.info.TornBytes)
 	return l, nil
 }
 

@@ -98,7 +98,7 @@ func fileBytes(t testing.TB, fsys vfs.FS, name string) []byte {
 // setFile replaces the content of the file name in logDir with b, synced.
 func setFile(t testing.TB, fsys vfs.FS, name string, b []byte) {
 	t.Helper()
-	f, err := fsys.OpenReadWrite(filepath.Join(logDir, name))
+	f, err := fsys.OpenReadWrite(filepath.Join(logDir, name), vfs.Fdatasync)
 	require.NoError(t, err)
 	require.NoError(t, f.Truncate(int64(len(b))))
 	_, err = f.WriteAt(bytes.Clone(b), 0) // MemFS scrambles the buffer it wrote

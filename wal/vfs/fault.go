@@ -64,6 +64,9 @@ type Op struct {
 	Offset int64
 	// Len is len(p) in bytes for OpRead and OpWrite; 0 otherwise.
 	Len int
+	// Method is the sync method asked for by OpCreate and OpOpenReadWrite,
+	// and the one the file was opened with for file operations.
+	Method SyncMethod
 	// Index is the 1-based sequence number of this operation among all
 	// operations, of every kind, through this injected FS and its files.
 	Index int64
@@ -127,8 +130,8 @@ type injectFS struct {
 
 // check asks the injector about one operation and returns the error to
 // report, wrapped, or the *ShortOp for reads and writes.
-func (f *injectFS) check(kind OpKind, path string, off int64, n int) error {
-	err := f.inj.MaybeError(Op{Kind: kind, Path: path, Offset: off, Len: n, Index: f.index.Add(1)})
+func (f *injectFS) check(kind OpKind, path string, off int64, n int, m SyncMethod) error {
+	err := f.inj.MaybeError(Op{Kind: kind, Path: path, Offset: off, Len: n, Method: m, Index: f.index.Add(1)})
 	if err == nil {
 		return nil
 	}
@@ -152,70 +155,82 @@ func wrapOp(kind OpKind, path string, err error) error {
 	return &fs.PathError{Op: kind.String(), Path: path, Err: err}
 }
 
-func (f *injectFS) open(kind OpKind, name string, open func(string) (File, error)) (File, error) {
-	if err := f.check(kind, name, 0, 0); err != nil {
+func (f *injectFS) open(kind OpKind, name string, m SyncMethod, open func() (File, error)) (File, error) {
+	if err := f.check(kind, name, 0, 0, m); err != nil {
 		return nil, err
 	}
-	file, err := open(name)
+	file, err := open()
 	if err != nil {
 		return nil, err
 	}
-	return &injectFile{f: file, fs: f, name: name}, nil
+	return &injectFile{f: file, fs: f, name: name, method: m}, nil
 }
 
-func (f *injectFS) Create(name string) (File, error) { return f.open(OpCreate, name, f.fs.Create) }
-func (f *injectFS) Open(name string) (File, error)   { return f.open(OpOpen, name, f.fs.Open) }
-func (f *injectFS) OpenReadWrite(name string) (File, error) {
-	return f.open(OpOpenReadWrite, name, f.fs.OpenReadWrite)
+func (f *injectFS) Create(name string, m SyncMethod) (File, error) {
+	return f.open(OpCreate, name, m, func() (File, error) { return f.fs.Create(name, m) })
+}
+
+func (f *injectFS) Open(name string) (File, error) {
+	return f.open(OpOpen, name, Fdatasync, func() (File, error) { return f.fs.Open(name) })
+}
+
+func (f *injectFS) OpenReadWrite(name string, m SyncMethod) (File, error) {
+	return f.open(OpOpenReadWrite, name, m, func() (File, error) { return f.fs.OpenReadWrite(name, m) })
 }
 
 func (f *injectFS) Rename(oldname, newname string) error {
-	if err := f.check(OpRename, oldname, 0, 0); err != nil {
+	if err := f.check(OpRename, oldname, 0, 0, 0); err != nil {
 		return err
 	}
 	return f.fs.Rename(oldname, newname)
 }
 
 func (f *injectFS) Remove(name string) error {
-	if err := f.check(OpRemove, name, 0, 0); err != nil {
+	if err := f.check(OpRemove, name, 0, 0, 0); err != nil {
 		return err
 	}
 	return f.fs.Remove(name)
 }
 
 func (f *injectFS) List(dir string) ([]string, error) {
-	if err := f.check(OpList, dir, 0, 0); err != nil {
+	if err := f.check(OpList, dir, 0, 0, 0); err != nil {
 		return nil, err
 	}
 	return f.fs.List(dir)
 }
 
 func (f *injectFS) MkdirAll(dir string, perm fs.FileMode) error {
-	if err := f.check(OpMkdirAll, dir, 0, 0); err != nil {
+	if err := f.check(OpMkdirAll, dir, 0, 0, 0); err != nil {
 		return err
 	}
 	return f.fs.MkdirAll(dir, perm)
 }
 
 func (f *injectFS) SyncDir(dir string) error {
-	if err := f.check(OpSyncDir, dir, 0, 0); err != nil {
+	if err := f.check(OpSyncDir, dir, 0, 0, 0); err != nil {
 		return err
 	}
 	return f.fs.SyncDir(dir)
 }
 
 func (f *injectFS) Lock(name string) (io.Closer, error) {
-	if err := f.check(OpLock, name, 0, 0); err != nil {
+	if err := f.check(OpLock, name, 0, 0, 0); err != nil {
 		return nil, err
 	}
 	return f.fs.Lock(name)
 }
 
 type injectFile struct {
-	f    File
-	fs   *injectFS
-	name string
+	f      File
+	fs     *injectFS
+	name   string
+	method SyncMethod
 }
+
+// Alignment returns the wrapped file's alignment; it is not an operation.
+func (f *injectFile) Alignment() int { return f.f.Alignment() }
+
+func (f *injectFile) alignmentSource() string { return AlignmentSource(f.f) }
 
 // short returns the prefix length and error of a *ShortOp, and ok=false for
 // any other error.
@@ -228,7 +243,7 @@ func short(err error, n int) (keep int, serr error, ok bool) {
 }
 
 func (f *injectFile) ReadAt(p []byte, off int64) (int, error) {
-	err := f.fs.check(OpRead, f.name, off, len(p))
+	err := f.fs.check(OpRead, f.name, off, len(p), f.method)
 	if err == nil {
 		return f.f.ReadAt(p, off)
 	}
@@ -250,7 +265,7 @@ func (f *injectFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (f *injectFile) WriteAt(p []byte, off int64) (int, error) {
-	err := f.fs.check(OpWrite, f.name, off, len(p))
+	err := f.fs.check(OpWrite, f.name, off, len(p), f.method)
 	if err == nil {
 		return f.f.WriteAt(p, off)
 	}
@@ -272,28 +287,28 @@ func (f *injectFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 func (f *injectFile) Sync() error {
-	if err := f.fs.check(OpSync, f.name, 0, 0); err != nil {
+	if err := f.fs.check(OpSync, f.name, 0, 0, f.method); err != nil {
 		return err
 	}
 	return f.f.Sync()
 }
 
 func (f *injectFile) Truncate(size int64) error {
-	if err := f.fs.check(OpTruncate, f.name, size, 0); err != nil {
+	if err := f.fs.check(OpTruncate, f.name, size, 0, f.method); err != nil {
 		return err
 	}
 	return f.f.Truncate(size)
 }
 
 func (f *injectFile) Size() (int64, error) {
-	if err := f.fs.check(OpSize, f.name, 0, 0); err != nil {
+	if err := f.fs.check(OpSize, f.name, 0, 0, f.method); err != nil {
 		return 0, err
 	}
 	return f.f.Size()
 }
 
 func (f *injectFile) Close() error {
-	err := f.fs.check(OpClose, f.name, 0, 0)
+	err := f.fs.check(OpClose, f.name, 0, 0, f.method)
 	if cerr := f.f.Close(); err == nil {
 		err = cerr
 	}

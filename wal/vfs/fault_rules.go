@@ -27,6 +27,19 @@ func OnKind(k OpKind, err error) Injector {
 	})
 }
 
+// RefuseDirectIO fails every OpCreate and OpOpenReadWrite that asks for
+// O_DIRECT ([SyncMethod.Direct]) with EINVAL, as open(2) does on a
+// filesystem without direct I/O (older tmpfs, some overlay and FUSE mounts,
+// ext4 with data=journal). Nothing is opened or created.
+func RefuseDirectIO() Injector {
+	return InjectorFunc(func(op Op) error {
+		if (op.Kind == OpCreate || op.Kind == OpOpenReadWrite) && op.Method.Direct() {
+			return syscall.EINVAL
+		}
+		return nil
+	})
+}
+
 // Nth fails only the n-th (1-based) operation of kind k with err. The
 // returned Injector counts the operations it is asked about, so use a new
 // one per injected FS. Safe for concurrent use.

@@ -23,7 +23,7 @@ func (r *recorder) MaybeError(op vfs.Op) error { r.ops = append(r.ops, op); retu
 func TestInjectReportsOps(t *testing.T) {
 	rec := &recorder{}
 	fsys := vfs.Inject(newMem(t), rec)
-	f, err := fsys.Create(dir + "/a")
+	f, err := fsys.Create(dir+"/a", vfs.Fdatasync)
 	require.NoError(t, err)
 	_, err = f.WriteAt([]byte("abcd"), 10)
 	require.NoError(t, err)
@@ -58,7 +58,7 @@ func TestOpKindString(t *testing.T) {
 func TestOnIndexFailsThatOpOnly(t *testing.T) {
 	m := newMem(t)
 	fsys := vfs.Inject(m, vfs.OnIndex(2, vfs.ErrInjected))
-	f, err := fsys.Create(dir + "/a") // op 1
+	f, err := fsys.Create(dir+"/a", vfs.Fdatasync) // op 1
 	require.NoError(t, err)
 	n, err := f.WriteAt([]byte("x"), 0) // op 2
 	require.ErrorIs(t, err, vfs.ErrInjected)
@@ -75,7 +75,7 @@ func TestOnIndexFailsThatOpOnly(t *testing.T) {
 func TestOnKindFailsEveryOpOfThatKind(t *testing.T) {
 	m := newMem(t)
 	fsys := vfs.Inject(m, vfs.OnKind(vfs.OpSync, syscall.EIO))
-	f, err := fsys.Create(dir + "/a")
+	f, err := fsys.Create(dir+"/a", vfs.Fdatasync)
 	require.NoError(t, err)
 	for range 3 {
 		require.ErrorIs(t, f.Sync(), syscall.EIO)
@@ -86,7 +86,7 @@ func TestOnKindFailsEveryOpOfThatKind(t *testing.T) {
 
 func TestNthFailsOnlyTheNthOfItsKind(t *testing.T) {
 	fsys := vfs.Inject(newMem(t), vfs.Nth(vfs.OpWrite, 3, syscall.EIO))
-	f, err := fsys.Create(dir + "/a")
+	f, err := fsys.Create(dir+"/a", vfs.Fdatasync)
 	require.NoError(t, err)
 	var errs []error
 	for i := range 5 {
@@ -119,14 +119,14 @@ func TestAnyAndCounted(t *testing.T) {
 func TestPathErrorIsNotWrappedTwice(t *testing.T) {
 	pe := &fs.PathError{Op: "custom", Path: "p", Err: syscall.EIO}
 	fsys := vfs.Inject(newMem(t), vfs.OnKind(vfs.OpCreate, pe))
-	_, err := fsys.Create(dir + "/a")
+	_, err := fsys.Create(dir+"/a", vfs.Fdatasync)
 	assert.Same(t, pe, err)
 }
 
 func TestNoSpaceAfter(t *testing.T) {
 	m := newMem(t)
 	fsys := vfs.Inject(m, vfs.NoSpaceAfter(10))
-	f, err := fsys.Create(dir + "/a")
+	f, err := fsys.Create(dir+"/a", vfs.Fdatasync)
 	require.NoError(t, err)
 	n, err := f.WriteAt([]byte("123456"), 0)
 	require.NoError(t, err)
@@ -138,7 +138,7 @@ func TestNoSpaceAfter(t *testing.T) {
 	n, err = f.WriteAt([]byte("z"), 10)
 	require.ErrorIs(t, err, syscall.ENOSPC)
 	assert.Zero(t, n)
-	g, err := fsys.Create(dir + "/b") // the limit is for the whole FS
+	g, err := fsys.Create(dir+"/b", vfs.Fdatasync) // the limit is for the whole FS
 	require.NoError(t, err)
 	_, err = g.WriteAt([]byte("z"), 0)
 	require.ErrorIs(t, err, syscall.ENOSPC)
@@ -148,7 +148,7 @@ func TestNoSpaceAfter(t *testing.T) {
 func TestShortWriteOnNth(t *testing.T) {
 	m := newMem(t)
 	fsys := vfs.Inject(m, vfs.ShortWriteOnNth(2, 3, syscall.EIO))
-	f, err := fsys.Create(dir + "/a")
+	f, err := fsys.Create(dir+"/a", vfs.Fdatasync)
 	require.NoError(t, err)
 	_, err = f.WriteAt([]byte("first|"), 0)
 	require.NoError(t, err)
@@ -159,7 +159,7 @@ func TestShortWriteOnNth(t *testing.T) {
 
 	// With a nil error the short write still reports one.
 	fsys = vfs.Inject(m, vfs.ShortWriteOnNth(1, 2, nil))
-	g, err := fsys.OpenReadWrite(dir + "/a")
+	g, err := fsys.OpenReadWrite(dir+"/a", vfs.Fdatasync)
 	require.NoError(t, err)
 	n, err = g.WriteAt([]byte("XYZ"), 0)
 	require.ErrorIs(t, err, io.ErrShortWrite)
@@ -188,14 +188,14 @@ func TestShortReadOnNth(t *testing.T) {
 
 func TestShortOpOnOtherKindsFails(t *testing.T) {
 	fsys := vfs.Inject(newMem(t), vfs.OnKind(vfs.OpCreate, &vfs.ShortOp{Keep: 1}))
-	_, err := fsys.Create(dir + "/a")
+	_, err := fsys.Create(dir+"/a", vfs.Fdatasync)
 	require.ErrorIs(t, err, vfs.ErrInjected)
 }
 
 func TestEINTRIsPassedThrough(t *testing.T) {
 	m := newMem(t)
 	fsys := vfs.Inject(m, vfs.Nth(vfs.OpSync, 1, syscall.EINTR))
-	f, err := fsys.Create(dir + "/a")
+	f, err := fsys.Create(dir+"/a", vfs.Fdatasync)
 	require.NoError(t, err)
 	require.ErrorIs(t, f.Sync(), syscall.EINTR, "Inject does not retry")
 	require.NoError(t, f.Sync())
@@ -204,7 +204,7 @@ func TestEINTRIsPassedThrough(t *testing.T) {
 
 func TestInjectedCloseStillCloses(t *testing.T) {
 	fsys := vfs.Inject(newMem(t), vfs.OnKind(vfs.OpClose, syscall.EIO))
-	f, err := fsys.Create(dir + "/a")
+	f, err := fsys.Create(dir+"/a", vfs.Fdatasync)
 	require.NoError(t, err)
 	require.ErrorIs(t, f.Close(), syscall.EIO)
 	_, err = f.WriteAt([]byte("x"), 0)
@@ -215,7 +215,7 @@ func TestCounterOnOSCountsSyncs(t *testing.T) {
 	c := &vfs.Counter{}
 	fsys := vfs.Inject(vfs.OS(), c)
 	d := t.TempDir()
-	f, err := fsys.Create(filepath.Join(d, "a"))
+	f, err := fsys.Create(filepath.Join(d, "a"), vfs.Fdatasync)
 	require.NoError(t, err)
 	const syncs = 7
 	for i := range syncs {
@@ -236,7 +236,7 @@ func TestCounterOnOSCountsSyncs(t *testing.T) {
 func TestMemFSSyncFailurePassesThroughInject(t *testing.T) {
 	m := newMem(t)
 	fsys := vfs.Inject(m, &vfs.Counter{})
-	f, err := fsys.Create(dir + "/a")
+	f, err := fsys.Create(dir+"/a", vfs.Fdatasync)
 	require.NoError(t, err)
 	m.FailNextSync(syscall.EIO)
 	err = f.Sync()

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"unsafe"
 )
 
 // MemFS is an in-memory [FS] that remembers what was synced, so that a test
@@ -36,6 +37,15 @@ import (
 //     lives on while a [File] still has it open.
 //   - Directories made by MkdirAll are durable at once: MemFS does not model
 //     a lost directory. Directories cannot be renamed or removed.
+//   - A file opened with a write-through [SyncMethod] (O_DSYNC) makes the
+//     bytes of each WriteAt, and the size they reach, durable before WriteAt
+//     returns; Sync still works as for any file.
+//   - A file opened with O_DIRECT ([SyncMethod.Direct]) has the alignment
+//     set by [MemFS.SetDirectIOAlignment] (512 bytes by default): a ReadAt
+//     or WriteAt whose offset, length or buffer address is not a multiple
+//     of it fails with EINVAL, as Linux fails it, so misaligned direct I/O
+//     cannot pass a test. Its writes are not durable before Sync (the
+//     device's cache), as with O_DIRECT on a disk.
 //
 // Names are cleaned with filepath.Clean; "/" and "." exist from the start.
 type MemFS struct {
@@ -45,6 +55,7 @@ type MemFS struct {
 	pending  []dirOp                      // unsynced directory changes, oldest first
 	locks    map[string]bool
 	failNext error
+	dioAlign int // alignment of O_DIRECT files; 0: O_DIRECT is refused
 
 	syncs    atomic.Int64
 	syncDirs atomic.Int64
@@ -86,9 +97,10 @@ type dirOp struct {
 // ".".
 func NewMem() *MemFS {
 	m := &MemFS{
-		dirs:    map[string]map[string]*inode{},
-		durable: map[string]map[string]*inode{},
-		locks:   map[string]bool{},
+		dirs:     map[string]map[string]*inode{},
+		durable:  map[string]map[string]*inode{},
+		locks:    map[string]bool{},
+		dioAlign: SectorSize,
 	}
 	for _, d := range []string{"/", "."} {
 		m.dirs[d] = map[string]*inode{}
@@ -144,18 +156,52 @@ func (m *MemFS) create(op, name string) (*inode, error) {
 	return ino, nil
 }
 
-// Create creates name exclusively, as [FS.Create]. It returns a
-// *fs.PathError matching fs.ErrExist if name exists and fs.ErrNotExist if
-// its directory does not. The new entry is durable after SyncDir of its
-// directory, the content after [File.Sync].
-func (m *MemFS) Create(name string) (File, error) {
+// SetDirectIOAlignment sets the alignment in bytes, a power of two, that
+// files opened later with O_DIRECT require of their reads and writes (the
+// default is 512). 0 makes MemFS refuse O_DIRECT at open with EINVAL, like
+// a filesystem without direct I/O. It panics on a value that is neither 0
+// nor a power of two.
+func (m *MemFS) SetDirectIOAlignment(align int) {
+	if align < 0 || align&(align-1) != 0 {
+		panic(fmt.Sprintf("vfs: direct-I/O alignment %d is not a power of two", align))
+	}
+	m.mu.Lock()
+	m.dioAlign = align
+	m.mu.Unlock()
+}
+
+// checkMethod returns the alignment a file opened with sm gets, or the error
+// open(2) would give for sm. m.mu must be held.
+func (m *MemFS) checkMethod(name string, sm SyncMethod) (align int, err error) {
+	switch {
+	case !sm.Valid():
+		return 0, pathErr("open", name, fmt.Errorf("%w: %v", ErrSyncMethodUnsupported, sm))
+	case !sm.Direct():
+		return 1, nil
+	case m.dioAlign == 0:
+		return 0, pathErr("open", name, fmt.Errorf("%w: %v on a MemFS without direct I/O: %w", ErrSyncMethodUnsupported, sm, syscall.EINVAL))
+	}
+	return m.dioAlign, nil
+}
+
+// Create creates name exclusively, as [FS.Create], with method sm. It returns
+// a *fs.PathError matching fs.ErrExist if name exists, fs.ErrNotExist if
+// its directory does not, and ErrSyncMethodUnsupported and EINVAL for a
+// direct method when direct I/O is off ([MemFS.SetDirectIOAlignment]). The
+// new entry is durable after SyncDir of its directory, the content after
+// [File.Sync] (or each write, for a write-through sm).
+func (m *MemFS) Create(name string, sm SyncMethod) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	align, err := m.checkMethod(name, sm)
+	if err != nil {
+		return nil, err
+	}
 	ino, err := m.create("open", name)
 	if err != nil {
 		return nil, err
 	}
-	return &memFile{fs: m, ino: ino, name: name}, nil
+	return &memFile{fs: m, ino: ino, name: name, method: sm, align: align}, nil
 }
 
 // Open opens an existing file read-only, as [FS.Open]. A missing file gives
@@ -167,20 +213,24 @@ func (m *MemFS) Open(name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &memFile{fs: m, ino: ino, name: name, readOnly: true}, nil
+	return &memFile{fs: m, ino: ino, name: name, readOnly: true, align: 1}, nil
 }
 
-// OpenReadWrite opens an existing file for reading and writing, as
-// [FS.OpenReadWrite]. A missing file gives a *fs.PathError matching
-// fs.ErrNotExist.
-func (m *MemFS) OpenReadWrite(name string) (File, error) {
+// OpenReadWrite opens an existing file for reading and writing with method
+// sm, as [FS.OpenReadWrite]. A missing file gives a *fs.PathError matching
+// fs.ErrNotExist; a refused sm, as for Create.
+func (m *MemFS) OpenReadWrite(name string, sm SyncMethod) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	align, err := m.checkMethod(name, sm)
+	if err != nil {
+		return nil, err
+	}
 	ino, err := m.lookup("open", name)
 	if err != nil {
 		return nil, err
 	}
-	return &memFile{fs: m, ino: ino, name: name}, nil
+	return &memFile{fs: m, ino: ino, name: name, method: sm, align: align}, nil
 }
 
 // Rename moves oldname to newname, replacing any file at newname, as
@@ -428,6 +478,31 @@ type memFile struct {
 	name     string
 	readOnly bool
 	closed   bool
+	method   SyncMethod
+	align    int // 1 unless opened with O_DIRECT
+}
+
+// Alignment returns the direct-I/O alignment, or 1 without O_DIRECT.
+func (f *memFile) Alignment() int { return f.align }
+
+func (f *memFile) alignmentSource() string {
+	if f.align > 1 {
+		return "MemFS"
+	}
+	return "none"
+}
+
+// checkAligned returns EINVAL for direct I/O on p at off that is not
+// aligned, as Linux does.
+func (f *memFile) checkAligned(op string, p []byte, off int64) error {
+	if f.align <= 1 {
+		return nil
+	}
+	a := int64(f.align)
+	if off%a != 0 || int64(len(p))%a != 0 || (len(p) > 0 && int64(uintptr(unsafe.Pointer(unsafe.SliceData(p))))%a != 0) {
+		return pathErr(op, f.name, fmt.Errorf("misaligned direct I/O (offset %d, length %d, alignment %d): %w", off, len(p), a, syscall.EINVAL))
+	}
+	return nil
 }
 
 // check returns the error for op on f, or nil. f.fs.mu must be held.
@@ -450,6 +525,9 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, pathErr("read", f.name, syscall.EINVAL)
 	}
+	if err := f.checkAligned("read", p, off); err != nil {
+		return 0, err
+	}
 	if off >= int64(len(f.ino.data)) {
 		return 0, io.EOF
 	}
@@ -462,7 +540,9 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 
 // WriteAt copies p into the page cache at off, zero-filling any gap past the
 // end, and then scrambles p (every byte inverted) so that callers that reuse
-// a buffer still being written fail fast.
+// a buffer still being written fail fast. With a write-through method the
+// bytes are also made durable; with O_DIRECT a misaligned p or off fails
+// with EINVAL and writes nothing.
 func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
@@ -472,12 +552,21 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, pathErr("write", f.name, syscall.EINVAL)
 	}
+	if err := f.checkAligned("write", p, off); err != nil {
+		return 0, err
+	}
 	end := off + int64(len(p))
 	if end > int64(len(f.ino.data)) {
 		f.ino.data = resize(f.ino.data, end)
 	}
 	copy(f.ino.data[off:], p)
 	f.ino.lost = subtractSpan(f.ino.lost, span{off, end})
+	if f.method.WriteThrough() { // O_DSYNC: these bytes and the size they reach are durable
+		if end > int64(len(f.ino.durable)) {
+			f.ino.durable = resize(f.ino.durable, end)
+		}
+		copy(f.ino.durable[off:end], p)
+	}
 	for i := range p {
 		p[i] = ^p[i]
 	}

@@ -74,11 +74,12 @@ func (c CrashMode) String() string {
 // durable and what was not stays not, so a later PowerLoss of the image can
 // still lose it. Files open in m are not open in the image, locks are
 // released, a pending FailNextSync is not carried over, and the sync counters
-// start at zero. m is unchanged.
+// start at zero. The image keeps m's direct-I/O alignment. m is unchanged.
 func (m *MemFS) ProcessCrash() *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := NewMem()
+	out.dioAlign = m.dioAlign
 	copies := map[*inode]*inode{}
 	cp := func(ino *inode) *inode {
 		if c, ok := copies[ino]; ok {
@@ -113,7 +114,8 @@ func (m *MemFS) ProcessCrash() *MemFS {
 // PowerLoss returns a new, independent MemFS holding what a disk might
 // contain after the power went: every durable byte and durable directory
 // entry, plus the unsynced state that mode keeps. In the image everything is
-// durable, no file is open and no lock is held; m is unchanged.
+// durable, no file is open and no lock is held; it keeps m's direct-I/O
+// alignment. m is unchanged.
 //
 // [DropAll] and [KeepAll] are deterministic. In the random modes
 // ([TearAtSector], [KeepRandomSubsetOfBlocks]), in addition to the per-file
@@ -163,6 +165,7 @@ func (m *MemFS) PowerLoss(mode CrashMode) *MemFS {
 
 	// File content, in sorted path order so that a seed replays.
 	out := NewMem()
+	out.dioAlign = m.dioAlign
 	images := map[*inode]*inode{}
 	dirs := make([]string, 0, len(tree))
 	for d := range tree {

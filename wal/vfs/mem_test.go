@@ -38,7 +38,7 @@ func allModes(n int) []vfs.CrashMode {
 // create makes a file at name, writes content unsynced and returns it open.
 func create(t *testing.T, m vfs.FS, name string, content []byte) vfs.File {
 	t.Helper()
-	f, err := m.Create(name)
+	f, err := m.Create(name, vfs.Fdatasync)
 	require.NoError(t, err)
 	_, err = f.WriteAt(bytes.Clone(content), 0)
 	require.NoError(t, err)
@@ -364,7 +364,7 @@ func TestFailNextSyncKeepsOverwrittenDurableContent(t *testing.T) {
 
 func TestWriteAtScramblesTheCallersBuffer(t *testing.T) {
 	m := newMem(t)
-	f, err := m.Create(dir + "/a")
+	f, err := m.Create(dir+"/a", vfs.Fdatasync)
 	require.NoError(t, err)
 	p := []byte("payload")
 	_, err = f.WriteAt(p, 0)
@@ -387,7 +387,7 @@ func TestCrashImagesAreIndependent(t *testing.T) {
 		l2, err := img.Lock(dir + "/LOCK") // locks are not carried over
 		require.NoError(t, err)
 		require.NoError(t, l2.Close())
-		g, err := img.OpenReadWrite(dir + "/a")
+		g, err := img.OpenReadWrite(dir+"/a", vfs.Fdatasync)
 		require.NoError(t, err)
 		_, err = g.WriteAt([]byte("TWO"), 0)
 		require.NoError(t, err)
@@ -421,7 +421,7 @@ func TestMemConcurrentUse(t *testing.T) {
 	for g := range 8 {
 		wg.Go(func() {
 			name := fmt.Sprintf("%s/g%d", dir, g)
-			f, err := m.Create(name)
+			f, err := m.Create(name, vfs.Fdatasync)
 			if !assert.NoError(t, err) {
 				return
 			}

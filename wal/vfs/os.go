@@ -11,18 +11,22 @@ import (
 )
 
 // OS returns the operating system's filesystem. Syncs are fdatasync on Linux
-// (F_FULLFSYNC on darwin, fsync elsewhere); directory syncs are fsync of the
-// directory. It is safe for concurrent use.
+// (F_FULLFSYNC on darwin, fsync elsewhere), or fsync for the [Fsync]
+// method; directory syncs are fsync of the directory. [ODsync] opens with
+// O_DSYNC (O_SYNC where the platform has no O_DSYNC). [ODirect] and
+// [ODirectODsync] open with O_DIRECT on Linux and fail with
+// [ErrSyncMethodUnsupported] elsewhere; a filesystem that refuses O_DIRECT
+// gives an error matching both ErrSyncMethodUnsupported and syscall.EINVAL
+// that names the filesystem type. The direct-I/O alignment is asked of the
+// kernel (statx STATX_DIOALIGN, Linux 6.1+), else read from the device's
+// logical block size in sysfs, else taken as 4096. OS is safe for
+// concurrent use.
 func OS() FS { return osFS{} }
 
 type osFS struct{}
 
-func (osFS) Create(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	return osFile{f}, nil
+func (osFS) Create(name string, m SyncMethod) (File, error) {
+	return openOS(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, m)
 }
 
 func (osFS) Open(name string) (File, error) {
@@ -30,15 +34,41 @@ func (osFS) Open(name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return osFile{f}, nil
+	return &osFile{f: f, align: 1}, nil
 }
 
-func (osFS) OpenReadWrite(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR, 0)
+func (osFS) OpenReadWrite(name string, m SyncMethod) (File, error) {
+	return openOS(name, os.O_RDWR, m)
+}
+
+// openOS opens name with flag plus m's flags, and finds the direct-I/O
+// alignment for a direct method.
+func openOS(name string, flag int, m SyncMethod) (File, error) {
+	if !m.Valid() {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("%w: %v", ErrSyncMethodUnsupported, m)}
+	}
+	extra, err := methodFlags(m)
 	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	f, err := os.OpenFile(name, flag|extra, 0o644)
+	if err != nil {
+		if m.Direct() && errors.Is(err, syscall.EINVAL) {
+			if flag&os.O_CREATE != 0 {
+				// Some kernels create the file before the filesystem
+				// refuses O_DIRECT; O_EXCL says it was ours.
+				os.Remove(name)
+			}
+			return nil, &fs.PathError{Op: "open", Path: name,
+				Err: fmt.Errorf("%w: %v on a %s filesystem: %w", ErrSyncMethodUnsupported, m, fsTypeName(name), syscall.EINVAL)}
+		}
 		return nil, err
 	}
-	return osFile{f}, nil
+	o := &osFile{f: f, method: m, align: 1, alignSrc: "none"}
+	if m.Direct() {
+		o.align, o.alignSrc = dioAlignment(f)
+	}
+	return o, nil
 }
 
 func (osFS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
@@ -88,14 +118,21 @@ func (osFS) Lock(name string) (io.Closer, error) {
 	return f, nil // closing the descriptor releases the lock
 }
 
-type osFile struct{ f *os.File }
+type osFile struct {
+	f        *os.File
+	method   SyncMethod
+	align    int
+	alignSrc string
+}
 
-func (o osFile) ReadAt(p []byte, off int64) (int, error)  { return o.f.ReadAt(p, off) }
-func (o osFile) WriteAt(p []byte, off int64) (int, error) { return o.f.WriteAt(p, off) }
-func (o osFile) Truncate(size int64) error                { return o.f.Truncate(size) }
-func (o osFile) Close() error                             { return o.f.Close() }
+func (o *osFile) ReadAt(p []byte, off int64) (int, error)  { return o.f.ReadAt(p, off) }
+func (o *osFile) WriteAt(p []byte, off int64) (int, error) { return o.f.WriteAt(p, off) }
+func (o *osFile) Truncate(size int64) error                { return o.f.Truncate(size) }
+func (o *osFile) Close() error                             { return o.f.Close() }
+func (o *osFile) Alignment() int                           { return o.align }
+func (o *osFile) alignmentSource() string                  { return o.alignSrc }
 
-func (o osFile) Size() (int64, error) {
+func (o *osFile) Size() (int64, error) {
 	st, err := o.f.Stat()
 	if err != nil {
 		return 0, err
@@ -103,9 +140,13 @@ func (o osFile) Size() (int64, error) {
 	return st.Size(), nil
 }
 
-func (o osFile) Sync() error {
-	if err := retryEINTR(func() error { return fdatasyncFile(o.f) }); err != nil {
-		return &fs.PathError{Op: "fdatasync", Path: o.f.Name(), Err: err}
+func (o *osFile) Sync() error {
+	op, sync := "fdatasync", fdatasyncFile
+	if o.method == Fsync {
+		op, sync = "fsync", fsyncFile
+	}
+	if err := retryEINTR(func() error { return sync(o.f) }); err != nil {
+		return &fs.PathError{Op: op, Path: o.f.Name(), Err: err}
 	}
 	return nil
 }

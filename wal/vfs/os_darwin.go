@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"fmt"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -16,3 +17,20 @@ func fdatasyncFile(f *os.File) error {
 func fsyncFile(f *os.File) error { return fdatasyncFile(f) }
 
 func lockFile(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) }
+
+// methodFlags returns the open flags of m. darwin has no O_DIRECT (F_NOCACHE
+// is a hint, not an alignment contract), so the direct methods are refused.
+// Its O_DSYNC does not flush the drive's cache as F_FULLFSYNC does.
+func methodFlags(m SyncMethod) (int, error) {
+	switch m {
+	case ODsync:
+		return unix.O_DSYNC, nil
+	case ODirect, ODirectODsync:
+		return 0, fmt.Errorf("%w: %v: darwin has no O_DIRECT", ErrSyncMethodUnsupported, m)
+	}
+	return 0, nil
+}
+
+func dioAlignment(*os.File) (int, string) { return 1, "none" }
+
+func fsTypeName(string) string { return "darwin" }

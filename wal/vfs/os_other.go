@@ -2,8 +2,28 @@
 
 package vfs
 
-import "os"
+import (
+	"fmt"
+	"os"
+	"runtime"
+)
 
 func fdatasyncFile(f *os.File) error { return f.Sync() }
 func fsyncFile(f *os.File) error     { return f.Sync() }
 func lockFile(f *os.File) error      { return nil } // no portable advisory lock
+
+// methodFlags returns the open flags of m: O_SYNC stands in for O_DSYNC
+// (stronger, never weaker); O_DIRECT is refused.
+func methodFlags(m SyncMethod) (int, error) {
+	switch m {
+	case ODsync:
+		return os.O_SYNC, nil
+	case ODirect, ODirectODsync:
+		return 0, fmt.Errorf("%w: %v on %s", ErrSyncMethodUnsupported, m, runtime.GOOS)
+	}
+	return 0, nil
+}
+
+func dioAlignment(*os.File) (int, string) { return 1, "none" }
+
+func fsTypeName(string) string { return runtime.GOOS }

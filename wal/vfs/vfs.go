@@ -3,7 +3,8 @@
 //
 // Three implementations ship here:
 //
-//   - [OS] is the real filesystem, with fdatasync from golang.org/x/sys/unix.
+//   - [OS] is the real filesystem, with fdatasync from golang.org/x/sys/unix,
+//     and the open flags (O_DSYNC, O_DIRECT) of each [SyncMethod].
 //   - [MemFS] is an in-memory filesystem that remembers which bytes and which
 //     directory entries were synced, and can lose the rest the way a process
 //     crash or a power loss would ([MemFS.ProcessCrash], [MemFS.PowerLoss]).
@@ -15,8 +16,11 @@
 // An FS implementation promises what Linux promises, no more:
 //
 //   - Bytes written with [File.WriteAt] survive a process crash (they are in
-//     the page cache) but survive a power loss only after [File.Sync]
-//     returns nil. A sync covers every byte written before it started.
+//     the page cache, or on the device with O_DIRECT) but survive a power
+//     loss only after [File.Sync] returns nil. A sync covers every byte
+//     written before it started. A file opened with a write-through
+//     [SyncMethod] (O_DSYNC) makes each write durable before WriteAt
+//     returns.
 //   - A created, renamed or removed directory entry survives a power loss only
 //     after [FS.SyncDir] of its directory returns nil.
 //   - A failed Sync is final: the bytes it covered may be lost even if a
@@ -34,16 +38,21 @@ import (
 // operation that [Inject] can fail. Implementations must be safe for
 // concurrent use.
 type FS interface {
-	// Create creates name exclusively for reading and writing. It returns an
-	// error matching fs.ErrExist if name exists. The file's content is
-	// durable only after File.Sync, its directory entry after SyncDir.
-	Create(name string) (File, error)
+	// Create creates name exclusively for reading and writing, with the
+	// open flags of m (O_DSYNC, O_DIRECT). It returns an error matching
+	// fs.ErrExist if name exists, and one matching ErrSyncMethodUnsupported
+	// (or syscall.EINVAL, as open(2) reports it) if the platform or the
+	// filesystem refuses m; then no file is left behind. The file's content
+	// is durable after File.Sync (or each write, for a write-through m), its
+	// directory entry after SyncDir.
+	Create(name string, m SyncMethod) (File, error)
 	// Open opens an existing file read-only. A missing file gives an error
 	// matching fs.ErrNotExist.
 	Open(name string) (File, error)
-	// OpenReadWrite opens an existing file for reading and writing (used for
-	// recovery truncation). A missing file gives fs.ErrNotExist.
-	OpenReadWrite(name string) (File, error)
+	// OpenReadWrite opens an existing file for reading and writing with the
+	// open flags of m (used for the recovered last segment). A missing file
+	// gives fs.ErrNotExist; a refused m, as for Create.
+	OpenReadWrite(name string, m SyncMethod) (File, error)
 	// Rename atomically replaces newname with oldname. Durable after SyncDir.
 	Rename(oldname, newname string) error
 	// Remove removes a file. Durable after SyncDir.
@@ -69,12 +78,19 @@ type File interface {
 	// WriteAt writes p at off, as [io.WriterAt]: n < len(p) only together
 	// with an error. Implementations may scramble p after copying it (MemFS
 	// does, to catch callers that reuse a buffer still being written), so the
-	// caller must not rely on p's content after WriteAt returns.
+	// caller must not rely on p's content after WriteAt returns. With
+	// O_DIRECT, p's address, len(p) and off must be multiples of
+	// Alignment() (EINVAL otherwise); ReadAt has the same rule.
 	WriteAt(p []byte, off int64) (int, error)
-	// Sync makes every byte written before the call durable (fdatasync on
-	// Linux). EINTR is retried inside; any other error is final and must be
-	// treated as a durability failure.
+	// Sync makes every byte written before the call durable: fdatasync on
+	// Linux, fsync for the Fsync method. EINTR is retried inside; any other
+	// error is final and must be treated as a durability failure.
 	Sync() error
+	// Alignment returns the alignment in bytes that direct I/O requires of
+	// this file's buffers, offsets and lengths (a power of two), or 1 if the
+	// file was not opened with O_DIRECT. See [AlignmentSource] for how it
+	// was found.
+	Alignment() int
 	// Truncate changes the file's size in bytes. It is durable after Sync.
 	Truncate(size int64) error
 	// Size returns the file's current size in bytes.

@@ -57,10 +57,10 @@ var conformance = []struct {
 }{
 	{"CreateIsExclusive", func(t *testing.T, fsys vfs.FS, dir string) {
 		name := filepath.Join(dir, "a")
-		f, err := fsys.Create(name)
+		f, err := fsys.Create(name, vfs.Fdatasync)
 		require.NoError(t, err)
 		require.NoError(t, f.Close())
-		_, err = fsys.Create(name)
+		_, err = fsys.Create(name, vfs.Fdatasync)
 		require.ErrorIs(t, err, fs.ErrExist)
 		var pe *fs.PathError
 		assert.ErrorAs(t, err, &pe)
@@ -69,18 +69,18 @@ var conformance = []struct {
 		name := filepath.Join(dir, "missing")
 		_, err := fsys.Open(name)
 		assert.ErrorIs(t, err, fs.ErrNotExist)
-		_, err = fsys.OpenReadWrite(name)
+		_, err = fsys.OpenReadWrite(name, vfs.Fdatasync)
 		assert.ErrorIs(t, err, fs.ErrNotExist)
 		assert.ErrorIs(t, fsys.Remove(name), fs.ErrNotExist)
 		assert.ErrorIs(t, fsys.Rename(name, filepath.Join(dir, "b")), fs.ErrNotExist)
-		_, err = fsys.Create(filepath.Join(dir, "nodir", "a"))
+		_, err = fsys.Create(filepath.Join(dir, "nodir", "a"), vfs.Fdatasync)
 		assert.ErrorIs(t, err, fs.ErrNotExist)
 		_, err = fsys.List(filepath.Join(dir, "nodir"))
 		assert.ErrorIs(t, err, fs.ErrNotExist)
 		assert.ErrorIs(t, fsys.SyncDir(filepath.Join(dir, "nodir")), fs.ErrNotExist)
 	}},
 	{"WriteReadSizeTruncate", func(t *testing.T, fsys vfs.FS, dir string) {
-		f, err := fsys.Create(filepath.Join(dir, "a"))
+		f, err := fsys.Create(filepath.Join(dir, "a"), vfs.Fdatasync)
 		require.NoError(t, err)
 		defer f.Close()
 
@@ -120,7 +120,7 @@ var conformance = []struct {
 	}},
 	{"OpenIsReadOnlyOpenReadWriteIsNot", func(t *testing.T, fsys vfs.FS, dir string) {
 		name := filepath.Join(dir, "a")
-		f, err := fsys.Create(name)
+		f, err := fsys.Create(name, vfs.Fdatasync)
 		require.NoError(t, err)
 		_, err = f.WriteAt([]byte("abc"), 0)
 		require.NoError(t, err)
@@ -132,7 +132,7 @@ var conformance = []struct {
 		require.Error(t, err)
 		require.NoError(t, ro.Close())
 
-		rw, err := fsys.OpenReadWrite(name)
+		rw, err := fsys.OpenReadWrite(name, vfs.Fdatasync)
 		require.NoError(t, err)
 		_, err = rw.WriteAt([]byte("X"), 1)
 		require.NoError(t, err)
@@ -157,7 +157,7 @@ var conformance = []struct {
 	}},
 	{"RenameKeepsOpenFile", func(t *testing.T, fsys vfs.FS, dir string) {
 		a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
-		f, err := fsys.Create(a)
+		f, err := fsys.Create(a, vfs.Fdatasync)
 		require.NoError(t, err)
 		require.NoError(t, fsys.Rename(a, b))
 		_, err = f.WriteAt([]byte("after"), 0)
@@ -208,7 +208,7 @@ var conformance = []struct {
 		require.Equal(t, []string{"LOCK"}, names)
 	}},
 	{"ClosedFileFails", func(t *testing.T, fsys vfs.FS, dir string) {
-		f, err := fsys.Create(filepath.Join(dir, "a"))
+		f, err := fsys.Create(filepath.Join(dir, "a"), vfs.Fdatasync)
 		require.NoError(t, err)
 		require.NoError(t, f.Close())
 		_, err = f.WriteAt([]byte("x"), 0)
@@ -219,7 +219,7 @@ var conformance = []struct {
 
 func writeFile(t *testing.T, fsys vfs.FS, name, content string) {
 	t.Helper()
-	f, err := fsys.Create(name)
+	f, err := fsys.Create(name, vfs.Fdatasync)
 	require.NoError(t, err)
 	_, err = f.WriteAt([]byte(content), 0)
 	require.NoError(t, err)
