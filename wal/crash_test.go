@@ -173,11 +173,20 @@ func seedCount(t *testing.T) int {
 	return 5000
 }
 
+// otherMethodShare is the fraction of the seeds each sync method other than
+// the default runs in TestPowerLossProperty (a slice keeps -race time
+// reasonable; CI slices can raise -seeds).
+const otherMethodShare = 10
+
 // TestPowerLossProperty runs a random workload per seed (appends of random
 // sizes up to MaxRecordSize, syncs, batches, rolls of 4–16 KiB segments, a
 // RemoveBefore) under a random policy, crashes it without Close in every
 // PowerLoss mode and as a process crash, and checks the recovery invariants
-// on each image. Replay one seed with -seed=N.
+// on each image. All seeds run with the default sync method (fdatasync),
+// and one in otherMethodShare with each other method; O_DIRECT runs on a
+// MemFS that fails misaligned I/O with EINVAL, at 512- and 4096-byte
+// alignment by turns. Some images are also reopened with the opposite kind
+// of I/O (direct ↔ buffered). Replay one seed with -seed=N (all methods).
 func TestPowerLossProperty(t *testing.T) {
 	n := seedCount(t)
 	first := int64(1)
@@ -187,15 +196,34 @@ func TestPowerLossProperty(t *testing.T) {
 	start := time.Now()
 	var images atomic.Int64
 	t.Run("seeds", func(t *testing.T) { // returns once its parallel subtests are done
-		for seed := first; seed < first+int64(n); seed++ {
-			powerLossSeed(t, seed, &images)
+		for _, m := range vfs.SyncMethods() {
+			count := n
+			if m != vfs.Fdatasync {
+				count = max(1, n/otherMethodShare)
+			}
+			for seed := first; seed < first+int64(count); seed++ {
+				powerLossSeed(t, seed, m, &images)
+			}
 		}
 	})
 	t.Logf("%d seeds, %d crash images recovered in %s", n, images.Load(), time.Since(start).Round(time.Millisecond))
 }
 
-func powerLossSeed(t *testing.T, seed int64, images *atomic.Int64) {
-	t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+// otherIO returns a method of the opposite kind of I/O to m: buffered for
+// a direct method, O_DIRECT for a buffered one.
+func otherIO(m vfs.SyncMethod) vfs.SyncMethod {
+	if m.Direct() {
+		return m.WithoutDirect()
+	}
+	return vfs.ODirect
+}
+
+func powerLossSeed(t *testing.T, seed int64, method vfs.SyncMethod, images *atomic.Int64) {
+	name := fmt.Sprintf("seed=%d", seed)
+	if method != vfs.Fdatasync {
+		name = fmt.Sprintf("method=%v/seed=%d", method, seed)
+	}
+	t.Run(name, func(t *testing.T) {
 		t.Parallel()
 		defer func() {
 			if t.Failed() {
@@ -206,9 +234,10 @@ func powerLossSeed(t *testing.T, seed int64, images *atomic.Int64) {
 		segSize := int64(4<<10) * int64(1+rng.IntN(4))
 		pols := []policy.Policy{policy.SyncNever(), policy.SyncEveryCommit(), policy.SyncEveryN(3)}
 		pol := pols[rng.IntN(len(pols))]
-		opts := wal.Options{SegmentSize: segSize, Policy: pol}
+		opts := wal.Options{SegmentSize: segSize, Policy: pol, SyncMethod: method}
 		maxRec := int(segSize) - 56
 		mem := vfs.NewMem()
+		mem.SetDirectIOAlignment([]int{512, 4096}[seed%2])
 		l := openLog(t, mem, opts)
 		defer l.Close()
 
@@ -231,7 +260,7 @@ func powerLossSeed(t *testing.T, seed int64, images *atomic.Int64) {
 				lsn, err := l.Append(rec)
 				require.NoError(t, err)
 				h.add(lsn, rec)
-				if pol.Kind() == policy.KindSyncEveryCommit {
+				if pol.Kind() == policy.KindSyncEveryCommit || method.WriteThrough() {
 					h.acked = len(h.recs)
 				}
 			case r < 80:
@@ -245,7 +274,7 @@ func powerLossSeed(t *testing.T, seed int64, images *atomic.Int64) {
 					h.add(lsn, rec)
 					lsn += wal.LSN(frameSize(len(rec)))
 				}
-				if pol.Kind() == policy.KindSyncEveryCommit {
+				if pol.Kind() == policy.KindSyncEveryCommit || method.WriteThrough() {
 					h.acked = len(h.recs)
 				}
 			case r < 95:
@@ -280,7 +309,17 @@ func powerLossSeed(t *testing.T, seed int64, images *atomic.Int64) {
 			if mode == vfs.DropAll() || all {
 				depth = 0
 			}
-			checkRecoveredDepth(t, mem.PowerLoss(mode), opts, h, all, fmt.Sprintf("seed %d, %s, %s", seed, pol, mode), depth)
+			checkRecoveredDepth(t, mem.PowerLoss(mode), opts, h, all, fmt.Sprintf("seed %d, %s, %v, %s", seed, pol, method, mode), depth)
+			images.Add(1)
+		}
+		if method != vfs.Fdatasync || seed%4 == 0 {
+			// A log written with O_DIRECT padding reopens with buffered
+			// I/O, and the reverse.
+			other := opts
+			other.SyncMethod = otherIO(method)
+			mode := vfs.TearAtSector(seed + 1)
+			checkRecoveredDepth(t, mem.PowerLoss(mode), other, h, false,
+				fmt.Sprintf("seed %d, %s, written with %v, reopened with %v, %s", seed, pol, method, other.SyncMethod, mode), 1)
 			images.Add(1)
 		}
 		// A process crash keeps everything written; every policy here

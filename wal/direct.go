@@ -146,8 +146,8 @@ func (l *Log) learnAlignment(f vfs.File) error {
 	if a <= 1 || a&(a-1) != 0 || a > 1<<20 {
 		return fmt.Errorf("wal: %v: the filesystem reports a direct-I/O alignment of %d bytes, want a power of two up to 1 MiB", l.method, a)
 	}
-	if l.opts.SegmentSize%int64(a) != 0 || l.opts.SegmentSize < 2*int64(a) {
-		return fmt.Errorf("%w: SegmentSize %d bytes is not a multiple of the direct-I/O alignment %d of %s (at least two blocks)",
+	if l.opts.SegmentSize%int64(a) != 0 {
+		return fmt.Errorf("%w: SegmentSize %d bytes is not a multiple of the direct-I/O alignment %d of %s",
 			ErrInvalidOptions, l.opts.SegmentSize, a, l.dir)
 	}
 	l.dio.align, l.dio.source = a, vfs.AlignmentSource(f)

@@ -16,6 +16,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,6 +31,7 @@ import (
 const (
 	killEnvDir    = "DURAWAL_KILL_DIR"
 	killEnvPolicy = "DURAWAL_KILL_POLICY"
+	killEnvMethod = "DURAWAL_KILL_METHOD"
 	killSegSize   = 16 << 10 // rolls every 127 records
 )
 
@@ -83,7 +85,11 @@ func TestKillChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	pol := killPolicies()[idx].pol
-	l, err := wal.Open(dir, wal.Options{Policy: pol, SegmentSize: killSegSize})
+	method, err := vfs.ParseSyncMethod(os.Getenv(killEnvMethod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := wal.Open(dir, wal.Options{Policy: pol, SegmentSize: killSegSize, SyncMethod: method})
 	if err != nil {
 		fmt.Printf("err open: %v\n", err)
 		os.Exit(3)
@@ -116,21 +122,43 @@ func TestKillRecovery(t *testing.T) {
 	if testing.Short() {
 		kills = 1
 	}
-	for idx, kc := range killPolicies() {
-		t.Run(kc.pol.String(), func(t *testing.T) {
-			t.Parallel()
-			for k := range kills {
-				rng := rand.New(rand.NewPCG(uint64(idx), uint64(k)))
-				killOnce(t, idx, kc, rng)
+	// O_DIRECT needs a filesystem that takes it; TMPDIR on tmpfs (older
+	// kernels), overlayfs or FUSE may refuse it.
+	directErr := func() error {
+		f, err := vfs.OS().Create(filepath.Join(t.TempDir(), "probe"), vfs.ODirect)
+		if err == nil {
+			f.Close()
+		}
+		return err
+	}()
+	for _, m := range vfs.SyncMethods() {
+		for idx, kc := range killPolicies() {
+			name := kc.pol.String()
+			if m != vfs.Fdatasync {
+				name = m.String() + "/" + name
 			}
-		})
+			t.Run(name, func(t *testing.T) {
+				if m.Direct() && directErr != nil {
+					t.Skipf("the test directory's filesystem refuses O_DIRECT: %v", directErr)
+				}
+				t.Parallel()
+				n := kills
+				if m != vfs.Fdatasync {
+					n = 1 // every method × policy once; the default method gets the repeats
+				}
+				for k := range n {
+					rng := rand.New(rand.NewPCG(uint64(idx), uint64(k)))
+					killOnce(t, idx, kc, m, rng)
+				}
+			})
+		}
 	}
 }
 
-func killOnce(t *testing.T, idx int, kc crashCase, rng *rand.Rand) {
+func killOnce(t *testing.T, idx int, kc crashCase, m vfs.SyncMethod, rng *rand.Rand) {
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKillChild$", "-test.count=1", "-test.timeout=60s")
-	cmd.Env = append(os.Environ(), killEnvDir+"="+dir, killEnvPolicy+"="+strconv.Itoa(idx))
+	cmd.Env = append(os.Environ(), killEnvDir+"="+dir, killEnvPolicy+"="+strconv.Itoa(idx), killEnvMethod+"="+m.String())
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -188,9 +216,9 @@ func killOnce(t *testing.T, idx int, kc crashCase, rng *rand.Rand) {
 	}
 	_ = cmd.Wait()
 
-	got, err := recoverImage(t, vfs.OS(), dir, wal.Options{SegmentSize: killSegSize})
+	got, err := recoverImage(t, vfs.OS(), dir, wal.Options{SegmentSize: killSegSize, SyncMethod: m})
 	require.NoError(t, err, "reopen after SIGKILL")
-	label := fmt.Sprintf("%s kill after %d acks", kc.pol, len(acks))
+	label := fmt.Sprintf("%s %v kill after %d acks", kc.pol, m, len(acks))
 	for n := range got.lsns {
 		require.Equal(t, killRecord(n), got.recs[n], "%s: I1/I2: recovered record %d", label, n)
 	}
