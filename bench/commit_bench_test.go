@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/durawal/durawal/groupcommit"
+	"github.com/durawal/durawal/policy"
+	"github.com/durawal/durawal/wal"
+	"github.com/durawal/durawal/wal/vfs"
 )
 
 // recordSizes are the payload sizes the commit benchmarks run at; 100 bytes
@@ -43,6 +46,39 @@ func BenchmarkCommit(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSyncMethod measures commits under each sync method
+// (innodb_flush_method / wal_sync_method, wal.Options.SyncMethod) at 1 and
+// 16 committers, at InnoDB levels 1 (sync at commit) and 2 (write at
+// commit, sync once a second; article 000's "=2 + O_DIRECT" row). It reports
+// commits/s, p50-ns, p99-ns and fsyncs/op (fsyncs per commit: 0 under
+// O_DSYNC, whose writes are durable on return). A method the directory's
+// filesystem refuses is skipped with the reason.
+func BenchmarkSyncMethod(b *testing.B) {
+	for _, level := range []int{1, 2} {
+		pol, err := policy.InnoDB(level)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, m := range vfs.SyncMethods() {
+			for _, n := range []int{1, 16} {
+				b.Run(name("innodb", level, "method", methodName(m), "committers", n), func(b *testing.B) {
+					l := openLogWith(b, wal.Options{Policy: pol, SyncMethod: m})
+					rec := record(recordSizes[0])
+					b.SetBytes(int64(len(rec)))
+					b.ReportAllocs()
+					commitLoad(b, l, n, func(ctx context.Context) error {
+						_, err := l.AppendContext(ctx, rec)
+						return err
+					})
+				})
+			}
+		}
+	}
+}
+
+// methodName spells a sync method for a benchmark name (no "|").
+func methodName(m vfs.SyncMethod) string { return strings.ReplaceAll(m.String(), "|", "+") }
 
 // BenchmarkGroupCommit measures level-1 commits under three group-commit
 // settings (article 002): the default queue with its adaptive merge wait

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -60,7 +61,21 @@ func benchDir(b *testing.B) string {
 // openLog opens a log in a fresh directory and closes it when b ends.
 func openLog(b *testing.B, pol policy.Policy, gc groupcommit.Options) *wal.Log {
 	b.Helper()
-	l, err := wal.Open(benchDir(b), wal.Options{Policy: pol, GroupCommit: gc, SegmentSize: segmentSize})
+	return openLogWith(b, wal.Options{Policy: pol, GroupCommit: gc})
+}
+
+// openLogWith opens a log with opts (SegmentSize defaults to segmentSize) in
+// a fresh directory and closes it when b ends. A sync method the directory's
+// filesystem refuses skips b with the reason.
+func openLogWith(b *testing.B, opts wal.Options) *wal.Log {
+	b.Helper()
+	if opts.SegmentSize == 0 {
+		opts.SegmentSize = segmentSize
+	}
+	l, err := wal.Open(benchDir(b), opts)
+	if errors.Is(err, wal.ErrSyncMethodUnsupported) {
+		b.Skipf("%v", err)
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -142,6 +157,9 @@ func reportCounters(b *testing.B, before, after wal.Stats, samples []time.Durati
 	fsyncs := float64(after.Fsyncs - before.Fsyncs)
 	commits := float64(after.Commits - before.Commits)
 	b.ReportMetric(fsyncs/float64(b.N), "fsyncs/op")
+	if sec := b.Elapsed().Seconds(); sec > 0 {
+		b.ReportMetric(commits/sec, "commits/s")
+	}
 	if fsyncs > 0 {
 		b.ReportMetric(commits/fsyncs, "commits/fsync")
 	} else {

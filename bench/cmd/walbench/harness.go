@@ -70,8 +70,9 @@ type check struct {
 
 // spec describes one measured run of a log.
 type spec struct {
-	name       string        // row label, also the subdirectory name
-	pol        policy.Policy // flush policy
+	name       string         // row label, also the subdirectory name
+	pol        policy.Policy  // flush policy
+	method     vfs.SyncMethod // how the log reaches the disk (default fdatasync)
 	gc         groupcommit.Options
 	committers int           // goroutines committing concurrently
 	each       int           // commits per committer, or
@@ -85,6 +86,7 @@ type spec struct {
 type result struct {
 	Name            string          `json:"name"`
 	Policy          string          `json:"policy"`
+	Method          string          `json:"sync_method"`
 	Committers      int             `json:"committers"`
 	RecordSize      int             `json:"record_size"`
 	RecordsPer      int             `json:"records_per_commit"`
@@ -97,6 +99,9 @@ type result struct {
 	FsyncsPerCommit float64         `json:"fsyncs_per_commit"`
 	WriteCalls      uint64          `json:"write_calls"`
 	BytesWritten    uint64          `json:"bytes_written"`
+	PaddingBytes    uint64          `json:"padding_bytes"`
+	Alignment       int             `json:"direct_io_alignment,omitempty"`
+	AlignmentSource string          `json:"direct_io_alignment_source,omitempty"`
 	BackgroundSyncs uint64          `json:"background_syncs"`
 	Rolls           uint64          `json:"rolls"`
 	SegmentStalls   uint64          `json:"segment_create_stalls"`
@@ -128,6 +133,7 @@ func (e *env) measureRun(s spec) (res result, err error) {
 		Policy:      s.pol,
 		GroupCommit: s.gc,
 		SegmentSize: e.cfg.segment,
+		SyncMethod:  s.method,
 		FS:          vfs.Inject(vfs.OS(), counter),
 	})
 	if err != nil {
@@ -183,6 +189,7 @@ func windowResult(s spec, before, after wal.Stats, elapsed time.Duration, batch 
 	r := result{
 		Name:            s.name,
 		Policy:          s.pol.String(),
+		Method:          after.SyncMethod.String(),
 		Committers:      s.committers,
 		RecordsPer:      batch,
 		Commits:         after.Commits - before.Commits,
@@ -190,6 +197,7 @@ func windowResult(s spec, before, after wal.Stats, elapsed time.Duration, batch 
 		Fsyncs:          after.Fsyncs - before.Fsyncs,
 		WriteCalls:      after.WriteCalls - before.WriteCalls,
 		BytesWritten:    after.BytesWritten - before.BytesWritten,
+		PaddingBytes:    after.PaddingBytes - before.PaddingBytes,
 		BackgroundSyncs: after.BackgroundSyncs - before.BackgroundSyncs,
 		Rolls:           after.Rolls - before.Rolls,
 		SegmentStalls:   after.SegmentCreateStalls - before.SegmentCreateStalls,
@@ -212,6 +220,9 @@ func windowResult(s spec, before, after wal.Stats, elapsed time.Duration, batch 
 	}
 	if r.Commits > 0 {
 		r.FsyncsPerCommit = float64(r.Fsyncs) / float64(r.Commits)
+	}
+	if after.SyncMethod.Direct() {
+		r.Alignment, r.AlignmentSource = after.DirectIOAlignment, after.DirectIOAlignmentSource
 	}
 	if r.Groups > 0 {
 		r.GroupSizeMean = float64(after.Group.Commits-before.Group.Commits) / float64(r.Groups)

@@ -10,6 +10,8 @@ import (
 type levelsResult struct {
 	Single []result `json:"single"` // levels 1, 2, 0 on one goroutine
 	Eight  result   `json:"eight"`  // level 1 over 8 goroutines
+	// Methods are the sync-method rows (-method), on one goroutine.
+	Methods []result `json:"methods,omitempty"`
 }
 
 // Article 004's figures (MySQL 8.4, data on tmpfs), for the same rows.
@@ -43,6 +45,12 @@ func runLevels(e *env) (*levelsResult, error) {
 		return nil, err
 	}
 	res.Eight = r
+	res.Methods, err = e.runMethodRows("levels", func(row methodRow) spec {
+		return spec{name: row.label(), committers: 1, each: n}
+	})
+	if err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 
@@ -64,6 +72,13 @@ func levelsTables(l *levelsResult, disk *diskResult) []table {
 		a := article004[level]
 		t1.rows = append(t1.rows, []string{fmt.Sprintf("innodb=%d", level), fmtInt(r.Fsyncs), fmtMS(r.Elapsed),
 			fmtRate(r.CommitsPerSec), fmtRatio(r.FsyncsPerCommit), a.fsyncs, a.ms, a.rate})
+	}
+	for _, r := range l.Methods {
+		t1.rows = append(t1.rows, []string{r.Name, fmtInt(r.Fsyncs), fmtMS(r.Elapsed),
+			fmtRate(r.CommitsPerSec), fmtRatio(r.FsyncsPerCommit), "—", "—", "—"})
+	}
+	if len(l.Methods) > 0 {
+		t1.notes = append(t1.notes, methodNote(l.Methods))
 	}
 	if disk != nil && len(l.Single) > 0 {
 		t1.notes = append(t1.notes, fmt.Sprintf("innodb=1 on one goroutine ran at %.2f× this disk's write+%s rate (%s/s).",

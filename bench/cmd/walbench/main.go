@@ -20,10 +20,17 @@
 //	tail    article 000: 16 committers for a fixed time at levels 1, 2, 0
 //	        (commits/s, p50, p99, log-buffer waits)
 //
+// levels and tail also run the sync method (innodb_flush_method) as a
+// dimension: by default the article's O_DIRECT rows (=2 + O_DIRECT and
+// =0 + O_DIRECT) after the fdatasync rows; -method lists methods to run at
+// every level instead (fdatasync, fsync, O_DSYNC, O_DIRECT,
+// O_DIRECT|O_DSYNC). A method the directory's filesystem refuses is
+// skipped with a warning.
+//
 // Usage:
 //
 //	go run ./bench/cmd/walbench [-exp disk,levels,aof,cliff,tail] [-quick]
-//	    [-dir PARENT] [-size BYTES] [-json FILE] [-plot DIR]
+//	    [-dir PARENT] [-size BYTES] [-method LIST] [-json FILE] [-plot DIR]
 //
 // How to read it: every figure is measured here, on this machine and this
 // directory's disk; the columns labelled "article" are the articles'
@@ -83,13 +90,14 @@ func main() {
 
 // config is the parsed command line.
 type config struct {
-	parent  string   // where the run directory is created
-	quick   bool     // reduced counts
-	exps    []string // experiments to run, in run order
-	size    int      // record size in bytes
-	segment int64    // segment size in bytes
-	json    string   // -json file, or ""
-	plot    string   // -plot directory, or ""
+	parent  string      // where the run directory is created
+	quick   bool        // reduced counts
+	exps    []string    // experiments to run, in run order
+	size    int         // record size in bytes
+	segment int64       // segment size in bytes
+	json    string      // -json file, or ""
+	methods []methodRow // the sync-method rows of levels and tail
+	plot    string      // -plot directory, or ""
 	counts  counts
 }
 
@@ -137,7 +145,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	segment := fs.Int64("segment", 0, "segment size in `bytes` (default: wal.DefaultSegmentSize, 4 MiB with -quick)")
 	jsonPath := fs.String("json", "", "write every raw figure as JSON to `file`")
 	plotDir := fs.String("plot", "", "write SVG charts into `directory`")
-	if err := fs.Parse(args); err != nil {
+	methodList := fs.String("method", "", "comma-separated sync `methods` run at every level of levels and tail, after the fdatasync rows: "+
+		"fdatasync, fsync, O_DSYNC, O_DIRECT, O_DIRECT|O_DSYNC (default: the article's =2 + O_DIRECT and =0 + O_DIRECT rows)")
+	var err error
+	if err = fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
 			fmt.Fprintln(stderr, "usage: walbench [flags]  (reruns the articles' durability experiments on this disk)")
@@ -165,6 +176,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if len(c.exps) == 0 {
 		return config{}, fmt.Errorf("%w: -exp: no experiment named", errUsage)
+	}
+	if c.methods, err = parseMethods(*methodList); err != nil {
+		return config{}, fmt.Errorf("%w: -method: %v", errUsage, err)
 	}
 	slices.SortFunc(c.exps, func(a, b string) int { return slices.Index(experiments, a) - slices.Index(experiments, b) })
 	if c.size < 1 || c.size > 1<<20 {

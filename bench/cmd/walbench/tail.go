@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/durawal/durawal/policy"
@@ -12,6 +13,8 @@ type tailResult struct {
 	Committers int           `json:"committers"`
 	Duration   time.Duration `json:"duration_ns"`
 	Levels     []result      `json:"levels"` // levels 1, 2, 0
+	// Methods are the sync-method rows (-method), with 16 committers too.
+	Methods []result `json:"methods,omitempty"`
 }
 
 const tailCommitters = 16
@@ -43,6 +46,13 @@ func runTail(e *env) (*tailResult, error) {
 		}
 		res.Levels = append(res.Levels, r)
 	}
+	var err error
+	res.Methods, err = e.runMethodRows("tail", func(row methodRow) spec {
+		return spec{name: fmt.Sprintf("%s × %d", row.label(), tailCommitters), committers: tailCommitters, duration: d}
+	})
+	if err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 
@@ -69,6 +79,22 @@ func tailTables(t *tailResult, disk *diskResult) []table {
 		tb.rows = append(tb.rows, []string{fmt.Sprintf("innodb=%d", tailLevels[i]), fmtRate(r.CommitsPerSec),
 			fmtUS(r.Latency.P50), fmtUS(r.Latency.P99), fmtUS(r.Latency.Max), fmtInt(r.Fsyncs), cpf,
 			fmtInt(r.BufferFullWaits), fmtInt(r.Rolls), fmtInt(r.SegmentStalls), a.tps, a.p50, a.p99})
+	}
+	for _, r := range t.Methods {
+		cpf := "—"
+		if r.Fsyncs > 0 {
+			cpf = fmtRatio(r.CommitsPerFsync)
+		}
+		a := struct{ tps, p50, p99 string }{"—", "—", "—"}
+		if r.Method == "O_DIRECT" && levelOf(r) == 0 {
+			a = article000[0] // the article's =0 row is with O_DIRECT
+		}
+		tb.rows = append(tb.rows, []string{strings.TrimSuffix(r.Name, fmt.Sprintf(" × %d", t.Committers)), fmtRate(r.CommitsPerSec),
+			fmtUS(r.Latency.P50), fmtUS(r.Latency.P99), fmtUS(r.Latency.Max), fmtInt(r.Fsyncs), cpf,
+			fmtInt(r.BufferFullWaits), fmtInt(r.Rolls), fmtInt(r.SegmentStalls), a.tps, a.p50, a.p99})
+	}
+	if len(t.Methods) > 0 {
+		tb.notes = append(tb.notes, methodNote(t.Methods))
 	}
 	if disk != nil {
 		tb.notes = append(tb.notes, fmt.Sprintf("This disk's write+%s: mean %s µs, p99 %s µs.",
