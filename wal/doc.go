@@ -25,6 +25,13 @@
 // any policy. The policy constructors document what each loses on a process
 // crash and on a power loss.
 //
+// How bytes reach stable storage is chosen separately by Options.SyncMethod
+// (innodb_flush_method, wal_sync_method): fdatasync after the write (the
+// default), fsync, O_DSYNC writes (no sync calls; Stats.Fsyncs stays 0 while
+// the synced LSN advances), or O_DIRECT with either, from aligned buffers
+// padded to whole blocks. The padding is zeros after the last frame, so the
+// on-disk format and recovery do not depend on the method.
+//
 // # Concurrency
 //
 // A [Log] is safe for concurrent use. Appends take a mutex only to reserve
