@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var benchDir = flag.String("dir", "", "directory on the disk to benchmark (default: the test's temp dir)")
+
+// TestQuickRun runs the whole program in a reduced quick mode and checks
+// every table and the JSON come out, and that every library ran.
+func TestQuickRun(t *testing.T) {
+	jsonPath := filepath.Join(t.TempDir(), "out.json")
+	var out, errOut bytes.Buffer
+	args := []string{"-quick", "-dir", t.TempDir(), "-json", jsonPath, "-writers", "1,4",
+		"-duration", "50ms", "-recovery-mib", "1", "-torn-records", "5", "-strace=false"}
+	if err := run(args, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	for _, want := range []string{"## Durable commits", "## Relaxed commits", "## Recovery", "## Torn tail", "| pebble |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res results
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range libs() {
+		n := 0
+		for _, c := range res.Cells {
+			if c.Lib == l.name {
+				n++
+				if c.Err != "" {
+					t.Errorf("%s %s %d writers: %s", c.Lib, c.Mode, c.Writers, c.Err)
+				}
+				if c.Commits == 0 {
+					t.Errorf("%s %s %d writers: no commits", c.Lib, c.Mode, c.Writers)
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s never ran", l.name)
+		}
+	}
+	for _, c := range res.Cells {
+		if c.Lib == "durawal" && c.Syncs != c.VFSSyncs {
+			t.Errorf("durawal %s %d writers: Stats counted %d syncs, the vfs.Counter %d", c.Mode, c.Writers, c.Syncs, c.VFSSyncs)
+		}
+	}
+	for _, r := range res.Recovery {
+		if r.Err != "" || r.Recovered != r.Written {
+			t.Errorf("recovery %s: %d of %d records, err %q", r.Lib, r.Recovered, r.Written, r.Err)
+		}
+	}
+	for _, tr := range res.Torn {
+		if strings.HasPrefix(tr.Outcome, "setup failed") {
+			t.Errorf("torn %s: %s %s", tr.Lib, tr.Outcome, tr.Err)
+		}
+	}
+}
+
+func TestParseStraceCounts(t *testing.T) {
+	text := `% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 97.10    1.021035         676      1510           fdatasync
+  2.90    0.030511         763        40         2 fsync
+------ ----------- ----------- --------- --------- ----------------
+100.00    1.051546         679      1550         2 total
+`
+	if got := parseStraceCounts(text); got != 1550 {
+		t.Errorf("parseStraceCounts = %d, want 1550", got)
+	}
+}
+
+func TestPercentileAndMedian(t *testing.T) {
+	s := []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for _, tc := range []struct {
+		p    float64
+		want time.Duration
+	}{{50, 5}, {99, 10}, {10, 1}, {100, 10}} {
+		if got := percentile(s, tc.p); got != tc.want {
+			t.Errorf("percentile(%v) = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+	if got := median([]float64{3, 1, 2}); got != 2 {
+		t.Errorf("median = %v, want 2", got)
+	}
+	if got := median([]float64{4, 1, 3, 2}); got != 2 {
+		t.Errorf("median of even count = %v, want 2 (lower middle)", got)
+	}
+}
+
+// BenchmarkCommit commits 100 B records from 1, 8, 16 and 32 goroutines to
+// each library: go test -bench . -count 10 | benchstat, with -args -dir
+// /path/on/disk to pick the disk.
+func BenchmarkCommit(b *testing.B) {
+	for _, l := range libs() {
+		for _, m := range []mode{durable, relaxed} {
+			if m == relaxed && l.relaxed == "" {
+				continue
+			}
+			for _, w := range []int{1, 8, 16, 32} {
+				b.Run(fmt.Sprintf("lib=%s/mode=%s/writers=%d", l.name, m, w), func(b *testing.B) {
+					benchCommit(b, l, m, w, 100)
+				})
+			}
+		}
+	}
+}
+
+func benchCommit(b *testing.B, l *lib, m mode, writers, size int) {
+	root := *benchDir
+	if root == "" {
+		root = b.TempDir()
+	}
+	dir, err := os.MkdirTemp(root, "bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	lg, err := l.open(dir, m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := lg.Append(record(size, 999, 0)); err != nil {
+		b.Fatal(err)
+	}
+	syncs0 := lg.Syncs()
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		lats []time.Duration
+		errs atomic.Value
+	)
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec := record(size, w, 0)
+			var mine []time.Duration
+			for next.Add(1) <= int64(b.N) {
+				t0 := time.Now()
+				if err := lg.Append(rec); err != nil {
+					errs.Store(err)
+					return
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lats = append(lats, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	syncs1 := lg.Syncs()
+	if err := lg.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err, _ := errs.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	slices.Sort(lats)
+	b.ReportMetric(float64(percentile(lats, 99))/1e3, "p99-µs")
+	if syncs0 >= 0 {
+		b.ReportMetric(float64(syncs1-syncs0)/float64(b.N), "fsyncs/op")
+	}
+}
