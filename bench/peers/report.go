@@ -36,7 +36,7 @@ func report(w io.Writer, res *results, cfg config) {
 			title = "Relaxed commits: each library's no-sync setting"
 		}
 		fmt.Fprintf(w, "## %s\n\n", title)
-		fmt.Fprintf(w, "| writers | library | commits/s | × durawal | p50 µs | p99 µs | fsyncs/commit | counted by |\n|---:|---|---:|---:|---:|---:|---:|---|\n")
+		fmt.Fprintf(w, "| writers | library | commits/s | commits/s × durawal | p50 µs | p99 µs | fsyncs/commit | counted by |\n|---:|---|---:|---:|---:|---:|---:|---|\n")
 		for _, wr := range cfg.writers {
 			for _, l := range res.Libs {
 				cs := cellsFor(res.Cells, l.Name, md.String(), wr)
@@ -98,7 +98,7 @@ func report(w io.Writer, res *results, cfg config) {
 
 	if len(res.Strace) > 0 {
 		fmt.Fprintf(w, "## fsync counts under strace\n\n")
-		fmt.Fprintf(w, "Each row is a child process run under `strace -f -c --seccomp-bpf -e trace=fsync,fdatasync` for %s, "+
+		fmt.Fprintf(w, "Each row is a child process (ptrace slows it, so only its ratio is used) run under `strace -f -c --seccomp-bpf -e trace=fsync,fdatasync` for %s, "+
 			"minus a child that only opened the log, made one commit and closed it. "+
 			"`counter` is the library's own counter (or FS-seam wrapper) in the same child.\n\n", cfg.straceDur)
 		fmt.Fprintf(w, "| library | mode | writers | commits | strace fsyncs/commit | counter fsyncs/commit |\n|---|---|---:|---:|---:|---:|\n")
@@ -123,7 +123,7 @@ func report(w io.Writer, res *results, cfg config) {
 		}
 		fmt.Fprintf(w, "## Recovery: open and read every record of a %d MiB log\n\n", res.RecoveryMiB)
 		fmt.Fprintf(w, "%d B records written with each library's batch API, closed cleanly; %s; median of the timed replays.\n\n", cfg.size, cache)
-		fmt.Fprintf(w, "| library | records written | records recovered | open + read s | × durawal |\n|---|---:|---:|---:|---:|\n")
+		fmt.Fprintf(w, "| library | records written | records recovered | open + read s | time × durawal |\n|---|---:|---:|---:|---:|\n")
 		for _, l := range res.Libs {
 			var secs, ratio []float64
 			var last recoveryRun
