@@ -54,6 +54,24 @@ var (
 	ErrNotFound = errors.New("wal: LSN not in the log")
 )
 
+// A BatchError reports an AppendBatch that stopped after its first Appended
+// records were appended: they are in the log from LSN First on, in order,
+// and may still become durable; the others were not appended. Err is the
+// cause (a context error, ErrNoSpace, ErrClosed, ErrPoisoned...).
+type BatchError struct {
+	Appended int // records appended, ≥ 1
+	First    LSN // LSN of the first record
+	Err      error
+}
+
+// Error returns "wal: batch stopped after N records were appended: CAUSE".
+func (e *BatchError) Error() string {
+	return fmt.Sprintf("wal: batch stopped after %d records were appended: %v", e.Appended, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *BatchError) Unwrap() error { return e.Err }
+
 // A CorruptionError describes a frame or segment header that failed
 // validation where the log promised valid data. It matches [ErrCorrupt].
 type CorruptionError struct {

@@ -75,7 +75,8 @@ func checkSegmentHeader(b []byte, first LSN) string {
 		return fmt.Sprintf("unsupported segment version %d", binary.LittleEndian.Uint32(b[8:12]))
 	case LSN(binary.LittleEndian.Uint64(b[16:24])) != first:
 		return fmt.Sprintf("header first LSN %d does not match the name", binary.LittleEndian.Uint64(b[16:24]))
-	case int64(binary.LittleEndian.Uint32(b[12:16]))*frameAlign != int64(len(b)):
+	case binary.LittleEndian.Uint32(b[12:16]) != 0 && // 0: written before sizes were recorded
+		int64(binary.LittleEndian.Uint32(b[12:16]))*frameAlign != int64(len(b)):
 		return fmt.Sprintf("segment file is %d bytes but was created with %d: truncated or extended",
 			len(b), int64(binary.LittleEndian.Uint32(b[12:16]))*frameAlign)
 	}

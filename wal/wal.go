@@ -200,9 +200,10 @@ func (l *Log) AppendContext(ctx context.Context, rec []byte, opts ...AppendOptio
 
 // AppendBatch appends recs in order as one commit: it waits once, for the
 // last record, as the policy says (like a pipelined batch of commands in one
-// Redis event-loop turn). It returns the LSN of the first record. On error
-// some leading records may have been appended; the error says what
-// AppendContext would.
+// Redis event-loop turn). It returns the LSN of the first record. Errors are
+// those of AppendContext; if the batch stops after some records were
+// appended (a context ending during a log-buffer or segment wait, no space,
+// Close), the error is a *BatchError saying how many are in the log.
 func (l *Log) AppendBatch(ctx context.Context, recs [][]byte, opts ...AppendOption) (LSN, error) {
 	if len(recs) == 0 {
 		return 0, ErrEmptyRecord
@@ -221,7 +222,13 @@ func (l *Log) AppendBatch(ctx context.Context, recs [][]byte, opts ...AppendOpti
 		lsn, err := l.reserveLocked(ctx, rec)
 		if err != nil {
 			l.mu.Unlock()
-			return first, err
+			if i == 0 {
+				return 0, err
+			}
+			if errors.Is(err, ErrNotAppended) {
+				err = ctx.Err() // the first i records were appended: not "nothing"
+			}
+			return first, &BatchError{Appended: i, First: first, Err: err}
 		}
 		if i == 0 {
 			first = lsn
@@ -298,8 +305,8 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte) (LSN, error) {
 			continue
 		}
 		used := int64(l.next - l.appendSeg.first)
-		if used+fsz <= l.appendSeg.capacity() {
-			if l.spare == nil && !l.preparing && l.prepErr == nil && used+fsz > l.appendSeg.capacity()/2 {
+		if used+fsz <= l.appendSeg.room() { // room: an older unaligned tail stays unused under O_DIRECT
+			if l.spare == nil && !l.preparing && l.prepErr == nil && used+fsz > l.appendSeg.room()/2 {
 				l.startPrepareLocked()
 			}
 			break
