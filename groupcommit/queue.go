@@ -240,9 +240,15 @@ func (q *Queue) leadLocked(need Level) {
 		need = Synced
 	}
 	q.mu.Unlock()
-	start := time.Now()
+	var start time.Time
+	if need == Synced { // only sync flushes feed the EWMA that bounds the adaptive wait
+		start = time.Now()
+	}
 	written, synced, err := q.flush(need)
-	took := time.Since(start)
+	var took time.Duration
+	if need == Synced {
+		took = time.Since(start)
+	}
 	q.mu.Lock()
 
 	q.stats.Groups++

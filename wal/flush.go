@@ -80,7 +80,8 @@ func (l *Log) writeAt(p []byte, lsn LSN) error {
 	}
 	l.stats.writeCalls.Add(1)
 	l.stats.bytesWritten.Add(uint64(n))
-	l.stats.writeTime.Add(int64(time.Since(start)))
+	done := time.Now()
+	l.stats.writeTime.Add(int64(done.Sub(start)))
 	if err == nil && n < len(p) {
 		err = fmt.Errorf("short write of %d of %d bytes", n, len(p))
 	}
@@ -100,7 +101,7 @@ func (l *Log) writeAt(p []byte, lsn LSN) error {
 	if l.method.WriteThrough() {
 		l.synced.Store(end)
 	}
-	l.lastWrite.Store(int64(time.Since(l.opened)))
+	l.lastWrite.Store(int64(done.Sub(l.opened)))
 	return nil
 }
 

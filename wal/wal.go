@@ -248,10 +248,13 @@ func (l *Log) commitWaitLocked(opts []AppendOption) policy.Wait {
 			return policy.WaitSync
 		}
 	}
+	if l.pol.Kind() != policy.KindSyncIntervalPostponed {
+		return l.pol.Commit(policy.State{}) // only the Redis postponement depends on the state
+	}
 	now := time.Now()
 	st := l.stateLocked(now)
 	w := l.pol.Commit(st)
-	if l.pol.Kind() == policy.KindSyncIntervalPostponed && st.SyncInProgress {
+	if st.SyncInProgress {
 		if w == policy.WaitNone && l.postponeStart.IsZero() {
 			l.postponeStart = now
 			l.stats.postponedWrites.Add(1)
