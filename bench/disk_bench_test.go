@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/durawal/durawal/bench/internal/measure"
+	"github.com/durawal/durawal/internal/measure"
 	"github.com/durawal/durawal/wal/vfs"
 )
 

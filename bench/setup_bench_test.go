@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/durawal/durawal/bench/internal/measure"
 	"github.com/durawal/durawal/groupcommit"
+	"github.com/durawal/durawal/internal/measure"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"golang.org/x/sys/unix"

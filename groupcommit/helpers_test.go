@@ -4,7 +4,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/durawal/durawal/groupcommit"
 )
@@ -89,16 +88,3 @@ func (g *gate) hold(n int64) error {
 }
 
 func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
-
-// waitActive polls until q has n committers inside Wait (for tests outside
-// synctest bubbles).
-func waitActive(t *testing.T, q *groupcommit.Queue, n int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for q.Stats().Active != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("Active = %d, want %d", q.Stats().Active, n)
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
-}

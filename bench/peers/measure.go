@@ -8,7 +8,7 @@ import (
 
 // percentile returns the p-th percentile (0 < p ≤ 100) of sorted by the
 // nearest-rank rule, so every figure is a latency that was observed; 0 for
-// no samples. (bench/internal/measure does the same for the main module,
+// no samples. (internal/measure does the same for the main module,
 // which this nested module cannot import.)
 func percentile(sorted []time.Duration, p float64) time.Duration {
 	n := len(sorted)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/durawal/durawal/examples/internal/lesson"
 	"github.com/durawal/durawal/groupcommit"
+	"github.com/durawal/durawal/internal/measure"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 )
@@ -91,7 +92,7 @@ func run(ctx context.Context, dir string, out io.Writer) error {
 		case c.committers == 16 && c.group == mysqlFix:
 			f.byCount16, f.byTime16 = s.Group.TriggerCount, s.Group.TriggerTimeout
 		}
-		t.Row(c.committers, c.label, lesson.Thousands(int64(fsyncs)),
+		t.Row(c.committers, c.label, measure.Thousands(int64(fsyncs)),
 			fmt.Sprintf("%.1f", perFsync), lesson.PerSecond(int(s.Commits), elapsed),
 			lesson.Micros(lat.Percentile(50)), lesson.Micros(lat.Percentile(99)),
 			fmt.Sprintf("%d / %d", s.Group.TriggerCount, s.Group.TriggerTimeout), c.article)

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/durawal/durawal/examples/internal/lesson"
+	"github.com/durawal/durawal/internal/measure"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 )
@@ -79,10 +80,10 @@ func run(ctx context.Context, dir string, out io.Writer) error {
 		n := s.Fsyncs - opened
 		f.fsyncs[level], f.elapsed[level] = n, elapsed
 		a := article[level]
-		t.Row(level, lesson.Thousands(int64(s.Commits)), elapsed.Round(time.Millisecond),
-			lesson.PerSecond(int(s.Commits), elapsed), lesson.Thousands(int64(n)),
+		t.Row(level, measure.Thousands(int64(s.Commits)), elapsed.Round(time.Millisecond),
+			lesson.PerSecond(int(s.Commits), elapsed), measure.Thousands(int64(n)),
 			fmt.Sprintf("%.4f", float64(n)/float64(s.Commits)),
-			lesson.Thousands(int64(a.fsyncs)), a.commitsPerSec)
+			measure.Thousands(int64(a.fsyncs)), a.commitsPerSec)
 	}
 	t.Fprint(out)
 
@@ -105,7 +106,7 @@ func explain(f figures) string {
 		sync latency sets the commit rate of a single connection. Level 2 writes each
 		commit to the OS page cache and syncs once a second, and level 0 does not even
 		write: it copies the commit into the log buffer and a background flusher writes
-		and syncs it once a second, `, lesson.Thousands(int64(f.fsyncs[1])))
+		and syncs it once a second, `, measure.Thousands(int64(f.fsyncs[1])))
 	if max(f.elapsed[2], f.elapsed[0]) < time.Second {
 		fmt.Fprintf(&b, `so a run that lasts under a second, as both did here, costs them about
 			one fsync (%d and %d, counting the sync at Close). `, f.fsyncs[2], f.fsyncs[0])

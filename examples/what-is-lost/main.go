@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/durawal/durawal/examples/internal/lesson"
+	"github.com/durawal/durawal/internal/measure"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
@@ -140,12 +141,12 @@ func explain(runFor time.Duration, cuts, kills map[string]outcome) string {
 		fmt.Fprintf(&b, `and for no everything since the last sync, here %s of %s acknowledged
 			commits (it syncs only at Sync, Close and segment rolls; a real kernel also writes
 			back dirty pages within about 30 s, the simulated power cut keeps none of them). `,
-			lesson.Thousands(int64(no.lost)), lesson.Thousands(int64(no.acked)))
+			measure.Thousands(int64(no.lost)), measure.Thousands(int64(no.acked)))
 	}
 	zero, async := kills["innodb=0"], kills["async-commit"]
 	fmt.Fprintf(&b, `The buffered policies (innodb=0, async-commit) acknowledge from the log
 		buffer in memory, so even kill -9 can lose their last interval (here %s and %s
-		commits). `, lesson.Thousands(int64(zero.lost)), lesson.Thousands(int64(async.lost)))
+		commits). `, measure.Thousands(int64(zero.lost)), measure.Thousands(int64(async.lost)))
 	zc, ac := cuts["innodb=0"], cuts["async-commit"]
 	if ac.lost > 0 && (zc.lost == 0 || ac.oldest >= zc.oldest) {
 		fmt.Fprintf(&b, `async-commit's writer wakes every 200 ms against innodb=0's once a
@@ -168,7 +169,7 @@ type outcome struct {
 }
 
 func (o outcome) lostOf() string {
-	return fmt.Sprintf("%s / %s", lesson.Thousands(int64(o.lost)), lesson.Thousands(int64(o.acked)))
+	return fmt.Sprintf("%s / %s", measure.Thousands(int64(o.lost)), measure.Thousands(int64(o.acked)))
 }
 
 func (o outcome) window() string {

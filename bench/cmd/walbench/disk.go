@@ -5,7 +5,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/durawal/durawal/bench/internal/measure"
+	"github.com/durawal/durawal/internal/measure"
 )
 
 // diskResult is the baseline: what this disk does without the log.

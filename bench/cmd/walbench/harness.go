@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/durawal/durawal/bench/internal/measure"
 	"github.com/durawal/durawal/groupcommit"
+	"github.com/durawal/durawal/internal/measure"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"

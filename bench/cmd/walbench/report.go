@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/durawal/durawal/internal/measure"
 )
 
 // report is everything one run measured; -json writes it whole.
@@ -102,22 +104,7 @@ func fmtRatio(r float64) string {
 }
 
 // fmtInt formats n with thousands separators: 10,209.
-func fmtInt[N int | int64 | uint64](n N) string {
-	s := strconv.FormatInt(int64(n), 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+func fmtInt[N int | int64 | uint64](n N) string { return measure.Thousands(int64(n)) }
 
 // writeHeader prints the machine and build the figures belong to.
 func writeHeader(w io.Writer, h header) {

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/durawal/durawal/internal/measure"
 )
 
 // RunFunc is a lesson: it works in dir (which exists and is empty unless the
@@ -85,14 +87,6 @@ type Recorder struct {
 	d  []time.Duration
 }
 
-// Time runs f, records how long it took, and returns f's error.
-func (r *Recorder) Time(f func() error) error {
-	start := time.Now()
-	err := f()
-	r.Add(time.Since(start))
-	return err
-}
-
 // Add records one latency.
 func (r *Recorder) Add(d time.Duration) {
 	r.mu.Lock()
@@ -112,12 +106,8 @@ func (r *Recorder) Count() int {
 func (r *Recorder) Percentile(p float64) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.d) == 0 {
-		return 0
-	}
 	slices.Sort(r.d)
-	i := int(float64(len(r.d))*p/100+0.999999) - 1
-	return r.d[min(max(i, 0), len(r.d)-1)]
+	return measure.Percentile(r.d, p)
 }
 
 // Table is a Markdown table built row by row.
@@ -211,25 +201,7 @@ func PerSecond(n int, d time.Duration) string {
 	if d <= 0 {
 		return "—"
 	}
-	return Thousands(int64(float64(n)/d.Seconds())) + "/s"
-}
-
-// Thousands formats n with comma separators, e.g. "10,209".
-func Thousands(n int64) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
+	return measure.Thousands(int64(float64(n)/d.Seconds())) + "/s"
 }
 
 // Load calls op total times, spread over clients goroutines that each call

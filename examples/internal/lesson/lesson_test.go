@@ -31,9 +31,6 @@ func TestTable(t *testing.T) {
 }
 
 func TestFormatting(t *testing.T) {
-	require.Equal(t, "10,209", Thousands(10209))
-	require.Equal(t, "-1,000", Thousands(-1000))
-	require.Equal(t, "999", Thousands(999))
 	require.Equal(t, "7,680/s", PerSecond(7680, time.Second))
 	require.Equal(t, "131 µs", Micros(131*time.Microsecond))
 	require.Equal(t, "41.0 ms", Micros(41*time.Millisecond))

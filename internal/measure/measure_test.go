@@ -37,3 +37,11 @@ func TestSummarizeAndCDF(t *testing.T) {
 		t.Fatal("empty input must give zero values")
 	}
 }
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[int64]string{10209: "10,209", -1000: "-1,000", 999: "999", 0: "0", 1234567: "1,234,567"} {
+		if got := Thousands(n); got != want {
+			t.Errorf("Thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

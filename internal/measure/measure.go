@@ -1,12 +1,16 @@
-// Package measure holds the latency arithmetic shared by the benchmarks in
-// package bench and by bench/cmd/walbench: percentiles of commit latencies,
-// their summary, and the points of a latency CDF. Percentiles use the
+// Package measure holds the latency arithmetic and number formatting shared
+// by the benchmarks in package bench, bench/cmd/walbench and the teaching
+// programs in examples/: percentiles of commit latencies, their summary, the
+// points of a latency CDF, and thousands separators. It is tooling, not part
+// of the library: wal, policy and groupcommit never import it. Percentiles use the
 // nearest-rank rule on the sorted samples, so every reported figure is a
 // latency that was really observed.
 package measure
 
 import (
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -107,9 +111,6 @@ func (r *Recorder) Time(f func() error) error {
 // Add records one sample.
 func (r *Recorder) Add(d time.Duration) { r.samples = append(r.samples, d) }
 
-// Len returns the number of samples recorded.
-func (r *Recorder) Len() int { return len(r.samples) }
-
 // Merge returns the samples of every recorder in one new slice.
 func Merge(rs ...*Recorder) []time.Duration {
 	n := 0
@@ -121,4 +122,22 @@ func Merge(rs ...*Recorder) []time.Duration {
 		all = append(all, r.samples...)
 	}
 	return all
+}
+
+// Thousands formats n with comma separators, e.g. "10,209".
+func Thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }
