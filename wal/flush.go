@@ -125,7 +125,7 @@ func (l *Log) rollTo(next *segment) error {
 		}
 		l.synced.Store(l.written.Load())
 	}
-	if err := l.installSegment(next, next.first); err != nil {
+	if err := l.installSegment(next); err != nil {
 		return fmt.Errorf("installing segment %s: %w", segmentName(next.first), err)
 	}
 	l.writeSeg = next

@@ -62,7 +62,7 @@ func (l *Log) recover() error {
 		if err != nil {
 			return fmt.Errorf("wal: open: creating the first segment: %w", noSpace(err))
 		}
-		if err := l.installSegment(s, 0); err != nil {
+		if err := l.installSegment(s); err != nil {
 			s.f.Close()
 			return fmt.Errorf("wal: open: installing the first segment: %w", err)
 		}

@@ -150,17 +150,16 @@ func (l *Log) prepareSegment() (*segment, error) {
 	return &segment{size: l.opts.SegmentSize, limit: l.opts.SegmentSize, path: path, f: f}, nil
 }
 
-// installSegment gives a prepared segment its first LSN: it writes the header,
+// installSegment gives a prepared segment its first LSN, s.first: it writes the header,
 // syncs it, renames the file to its segment name and syncs the directory.
 // After it returns nil the segment survives a power loss. Under O_DIRECT the
 // header goes out as a whole block (header, then the zeros already there),
 // and the block becomes the partial block the first frames rewrite.
 //
-// s.first must already be first: on a roll, appenders read s.first under
-// l.mu while the leader installs s without it, so writing it here (even the
-// same value) would be a data race.
-func (l *Log) installSegment(s *segment, first LSN) error {
-	hdr := encodeSegmentHeader(first, s.size)
+// The caller sets s.first (under l.mu, on a roll): appenders read it under
+// l.mu while the leader installs s without it, so it is only read here.
+func (l *Log) installSegment(s *segment) error {
+	hdr := encodeSegmentHeader(s.first, s.size)
 	if l.method.Direct() {
 		blk := alignedBuf(l.dio.align, l.dio.align)
 		copy(blk, hdr)
@@ -174,7 +173,7 @@ func (l *Log) installSegment(s *segment, first LSN) error {
 	if err := l.syncSegment(s.f); err != nil {
 		return err
 	}
-	path := filepath.Join(l.dir, segmentName(first))
+	path := filepath.Join(l.dir, segmentName(s.first))
 	if err := l.fs.Rename(s.path, path); err != nil {
 		return err
 	}
