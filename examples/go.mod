@@ -1,0 +1,16 @@
+module github.com/durawal/durawal/examples
+
+go 1.26.0
+
+require (
+	github.com/durawal/durawal v0.0.0
+	github.com/stretchr/testify v1.12.1
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)
+
+replace github.com/durawal/durawal => ../
