@@ -47,10 +47,31 @@
 // watermark). When Open finds a bad frame at LSN x in the last segment it
 // looks at every later valid frame: if one has a watermark above x, x had
 // been synced and is now damaged, and Open fails with a [*CorruptionError]
-// naming the segment and offset. Otherwise x was never synced: nothing
-// acknowledged as durable lives there, and the tail from x is a torn tail,
-// zeroed and synced before any new append. A bad frame in any other segment,
-// or a missing segment, always fails Open. Nothing is dropped silently.
+// naming the segment and offset. Otherwise x cannot be proven synced, and
+// the tail from x is a torn tail: its bytes are first copied to a quarantine
+// file in the log directory ("<from>-<end>.torn", listed in
+// [RecoveryInfo].Quarantined at this and every later Open), then zeroed and
+// synced before any new append. A bad frame in any other segment always
+// fails Open.
+//
+// What each ending leaves verifiable:
+//
+//   - A clean Close: everything. After its final sync Close writes an end
+//     frame whose watermark is its own LSN and syncs it, so damage anywhere
+//     in the log, the last group included, fails Open with ErrCorrupt
+//     ([RecoveryInfo].Clean reports it). Sync does not write one (it would
+//     cost a second fsync per Sync): after Sync alone, the bound below holds.
+//   - A crash (process, OS or power): every frame up to the highest
+//     watermark found in the last segment is verified. The frames after it —
+//     at most the groups written since the last sync completed, whose size
+//     Open reports in [RecoveryInfo].Unvouched — cannot be told apart from
+//     a torn write if damaged, exactly as for the end of PostgreSQL's WAL and
+//     InnoDB's redo log. Their bytes are quarantined, never destroyed.
+//
+// Open also writes the unvouched frames again from what it read before the
+// sync that makes them durable: after a failed fsync Linux marks the lost
+// pages clean, so a sync alone would not write them, and a later frame's
+// watermark would vouch for bytes that never reached the disk.
 //
 // # On-disk format
 //
@@ -66,7 +87,7 @@
 //
 //	offset  size  field
 //	0       8     magic "durawal\x00"
-//	8       4     version (1)
+//	8       4     version (2; version 1, without end frames, is still read)
 //	12      4     file size in bytes / 8, as created (a segment is never resized)
 //	16      8     first LSN
 //	24      8     xxhash64 of bytes 0..23
@@ -75,14 +96,17 @@
 //
 //	offset  size  field
 //	0       8     checksum: xxhash64 seeded with the frame's LSN, over bytes 8..24+length
-//	8       4     length of the payload in bytes, 1..MaxRecordSize
-//	12      4     flags (0)
+//	8       4     length of the payload in bytes, 1..MaxRecordSize (0: end frame)
+//	12      4     flags (0; 1 for an end frame)
 //	16      8     watermark: the synced LSN when the frame was appended
 //	24      n     payload, then zeros up to the next multiple of 8
 //
 // Because the checksum is seeded with the LSN, a stale frame left at another
 // position can never pass as a live one. An all-zero header marks the end
-// of the written frames.
+// of the written frames. An end frame (version 2) has length 0, flags 1, no
+// payload and a watermark equal to its own LSN; it takes no LSN space: the
+// log ends at its LSN and the next append overwrites it. Readers never
+// return it.
 //
 // # Errors
 //

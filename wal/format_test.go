@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var updateFormat = flag.Bool("update-format", false, "rewrite testdata/format-v1 from the current writer (only when the format version changes)")
+var updateFormat = flag.Bool("update-format", false, "write testdata/format-vN for the current format version N from the current writer (only when the format version changes; older fixtures are never rewritten)")
 
 // formatV1Records are the records stored in testdata/format-v1: sizes from
 // 1 byte to past a 4 KiB segment's half, so the log spans several segments.
@@ -29,41 +29,75 @@ func formatV1Records() [][]byte {
 	return recs
 }
 
-// TestFormatV1 checks that a log written by format version 1 still opens and
-// replays byte for byte. The files in testdata/format-v1 are never rewritten
-// unless the format version changes (then add a format-v2 directory beside
-// them instead of editing these).
+// TestFormatV1 checks that a log written by format version 1 (no end
+// frame) still opens and replays byte for byte, and that this build, which
+// writes version 2, keeps appending to its version-1 last segment without
+// writing an end frame into it (older builds could not read one).
 func TestFormatV1(t *testing.T) {
-	src := filepath.Join("testdata", "format-v1")
-	recs := formatV1Records()
+	dir := copyFixture(t, filepath.Join("testdata", "format-v1"))
+	l, err := wal.Open(dir, wal.Options{})
+	require.NoError(t, err)
+	require.False(t, l.Recovered().Clean, "version 1 has no end frame")
+	checkFixture(t, l)
+}
+
+// TestFormatV2 checks the fixture of format version 2, whose clean Close
+// ends the log with an end frame: it opens as Clean and replays byte for
+// byte. The files in testdata/format-v2 are written once, with
+// -update-format, and never edited.
+func TestFormatV2(t *testing.T) {
+	src := filepath.Join("testdata", "format-v2")
 	if *updateFormat {
 		require.NoError(t, os.RemoveAll(src))
 		l, err := wal.Open(src, wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncNever()})
 		require.NoError(t, err)
-		for _, rec := range recs {
+		for _, rec := range formatV1Records() {
 			_, err := l.Append(rec)
 			require.NoError(t, err)
 		}
 		require.NoError(t, l.Close())
 		require.NoError(t, os.Remove(filepath.Join(src, "LOCK")))
 	}
-	// Work on a copy: Open takes a lock file and may write.
+	dir := copyFixture(t, src)
+	l, err := wal.Open(dir, wal.Options{})
+	require.NoError(t, err)
+	require.True(t, l.Recovered().Clean, "a clean Close of version 2 leaves an end frame")
+	require.Zero(t, l.Recovered().Unvouched)
+	checkFixture(t, l)
+}
+
+// copyFixture copies a fixture directory to a temporary one: Open takes a
+// lock file and may write.
+func copyFixture(t *testing.T, src string) string {
 	dir := t.TempDir()
 	ents, err := os.ReadDir(src)
 	require.NoError(t, err)
-	require.Greater(t, len(ents), 2, "format-v1 should span several segments")
+	require.Greater(t, len(ents), 2, "%s should span several segments", src)
 	for _, e := range ents {
 		b, err := os.ReadFile(filepath.Join(src, e.Name()))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
 	}
-	l, err := wal.Open(dir, wal.Options{})
-	require.NoError(t, err)
-	defer l.Close()
+	return dir
+}
+
+// checkFixture replays l and compares it with the fixtures' records, then
+// appends, closes and reopens: the log stays usable and keeps every record.
+func checkFixture(t *testing.T, l *wal.Log) {
+	recs := formatV1Records()
 	require.Zero(t, l.Recovered().TornBytes)
 	_, got := readAll(t, l, 0)
 	require.Len(t, got, len(recs))
 	for i := range recs {
 		require.True(t, bytes.Equal(recs[i], got[i]), "record %d differs", i)
 	}
+	_, err := l.Append([]byte("appended by this build"))
+	require.NoError(t, err)
+	dir := l.Dir()
+	require.NoError(t, l.Close())
+	l, err = wal.Open(dir, wal.Options{})
+	require.NoError(t, err)
+	defer l.Close()
+	_, got = readAll(t, l, 0)
+	require.Equal(t, append(recs, []byte("appended by this build")), got)
 }

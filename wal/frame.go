@@ -10,12 +10,19 @@ import (
 //
 //	[0:8)   checksum   xxhash64 seeded with the frame's LSN, over bytes [8:24+length)
 //	[8:12)  length     payload length in bytes, 1..MaxRecordSize
-//	[12:16) flags      reserved, must be 0
+//	[12:16) flags      0 for a record; flagEnd for an end frame (format v2)
 //	[16:24) watermark  the synced LSN known when the frame was appended
 //	[24:..) payload, then zero padding to a multiple of frameAlign bytes
+//
+// An end frame (segment format version 2) has length 0, flags flagEnd, no
+// payload, and a watermark equal to its own LSN: Close writes one after its
+// final sync, so it vouches for every byte before it, and any damage there
+// is reported instead of being taken for a torn tail. Readers skip it.
 const (
 	frameHeaderSize = 24
 	frameAlign      = 8
+	flagEnd         = 1
+	endFrameSize    = frameHeaderSize
 )
 
 // frameSize returns the on-disk size in bytes of a frame carrying n payload
@@ -33,6 +40,16 @@ func encodeFrame(dst []byte, lsn LSN, watermark LSN, rec []byte) {
 	n := copy(dst[frameHeaderSize:], rec)
 	clear(dst[frameHeaderSize+n:])
 	binary.LittleEndian.PutUint64(dst[0:8], frameChecksum(lsn, dst[8:frameHeaderSize+n]))
+}
+
+// encodeEndFrame writes the end frame at lsn into dst (endFrameSize bytes):
+// its watermark is lsn itself, since everything before it was synced when
+// it was written.
+func encodeEndFrame(dst []byte, lsn LSN) {
+	binary.LittleEndian.PutUint32(dst[8:12], 0)
+	binary.LittleEndian.PutUint32(dst[12:16], flagEnd)
+	binary.LittleEndian.PutUint64(dst[16:24], uint64(lsn))
+	binary.LittleEndian.PutUint64(dst[0:8], frameChecksum(lsn, dst[8:frameHeaderSize]))
 }
 
 func frameChecksum(lsn LSN, b []byte) uint64 {
@@ -54,7 +71,7 @@ const (
 
 // decodeFrame validates the frame expected at lsn at the start of b. It
 // returns the payload (aliasing b), the watermark and the frame's full size.
-// It never panics and never allocates, whatever b holds: maxRecord bounds the
+// A valid end frame has a nil payload; a record's payload is never empty. It never panics and never allocates, whatever b holds: maxRecord bounds the
 // length it will believe.
 func decodeFrame(b []byte, lsn LSN, maxRecord int) (payload []byte, watermark LSN, size int64, st frameStatus) {
 	if len(b) < frameHeaderSize {
@@ -67,6 +84,10 @@ func decodeFrame(b []byte, lsn LSN, maxRecord int) (payload []byte, watermark LS
 	if n == 0 {
 		if sum == 0 && flags == 0 && watermark == 0 {
 			return nil, 0, 0, frameZero
+		}
+		// An end frame: no payload (nil), watermark == its own LSN.
+		if flags == flagEnd && watermark == lsn && frameChecksum(lsn, b[8:frameHeaderSize]) == sum {
+			return nil, watermark, endFrameSize, frameValid
 		}
 		return nil, 0, 0, frameBad
 	}

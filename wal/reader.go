@@ -131,7 +131,7 @@ func (r *Reader) Next() (LSN, []byte, error) {
 			return 0, nil, err
 		}
 		r.lsn += LSN(size)
-		if lsn < r.from {
+		if lsn < r.from || rec == nil { // rec == nil: an end frame, not a record
 			continue
 		}
 		return lsn, rec, nil

@@ -1,8 +1,13 @@
 package wal
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/durawal/durawal/wal/vfs"
@@ -23,6 +28,36 @@ type RecoveryInfo struct {
 	// RemovedTemp counts leftover temporary files of interrupted segment
 	// preparations that Open removed.
 	RemovedTemp int
+	// Clean reports that the log ends with the end frame a clean Close
+	// writes: every byte of it was verified, and the torn tail is empty.
+	Clean bool
+	// Unvouched is the number of bytes of recovered frames at the end of
+	// the log that no later frame's watermark vouches for (0 after a clean
+	// Close): frames written but perhaps never synced before a crash. Open
+	// rewrites them from what it read and syncs them before any append, so
+	// they are durable from then on; damage inside them could not have been
+	// told from a torn tail (see "Recovery rule" in the package doc).
+	Unvouched int64
+	// Quarantined lists the files in the log directory that hold the bytes
+	// of torn tails Open removed, this time or at an earlier Open, oldest
+	// first. Nothing in them is a record of the log: they are kept for
+	// inspection and may be deleted by the operator.
+	Quarantined []QuarantineFile
+}
+
+// QuarantineFile is a copy of a torn tail that Open cut from the log: the
+// bytes that followed the last valid frame, which Open could not prove were
+// ever synced (the recovery rule) and zeroed, copied first to a file named
+// "<from>-<end>[.n].torn" in the log directory, as etcd keeps a ".broken"
+// copy of a WAL file it repairs.
+type QuarantineFile struct {
+	// Name is the file's base name in the log directory.
+	Name string
+	// FromLSN is the LSN at which the removed bytes started (the recovered
+	// end of the log then); EndLSN is FromLSN plus Bytes.
+	FromLSN, EndLSN LSN
+	// Bytes is the file's size in bytes.
+	Bytes int64
 }
 
 // recover scans the log directory at Open and applies the watermark rule
@@ -39,6 +74,20 @@ func (l *Log) recover() error {
 			firsts = append(firsts, first)
 			continue
 		}
+		if q, ok := parseQuarantineName(name); ok {
+			f, err := l.fs.Open(filepath.Join(l.dir, name))
+			if err != nil {
+				return fmt.Errorf("wal: open: %w", err)
+			}
+			q.Bytes, err = f.Size()
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("wal: open: %s: %w", name, err)
+			}
+			q.EndLSN = q.FromLSN + LSN(q.Bytes)
+			l.info.Quarantined = append(l.info.Quarantined, q)
+			continue
+		}
 		switch {
 		case name == lockName:
 		case strings.HasSuffix(name, tmpSuffix):
@@ -47,8 +96,8 @@ func (l *Log) recover() error {
 			}
 			l.info.RemovedTemp++
 		default:
-			return fmt.Errorf("%w: %s in %s (only segments %s and %s belong there)",
-				ErrForeignFile, name, l.dir, segmentName(0), lockName)
+			return fmt.Errorf("%w: %s in %s (only segments %s, quarantined tails %s and %s belong there)",
+				ErrForeignFile, name, l.dir, segmentName(0), quarantineName(0, 0, 0), lockName)
 		}
 	}
 	if l.info.RemovedTemp > 0 {
@@ -87,10 +136,11 @@ func (l *Log) recover() error {
 			}
 			continue
 		}
-		end, err := l.recoverTail(buf, name, first)
+		end, proven, err := l.recoverTail(buf, name, first)
 		if err != nil {
 			return err
 		}
+		l.info.Unvouched = int64(end - proven)
 		f, err := l.openFile(path, l.fs.OpenReadWrite)
 		if err != nil {
 			if f != nil {
@@ -98,7 +148,8 @@ func (l *Log) recover() error {
 			}
 			return fmt.Errorf("wal: open: %w", err)
 		}
-		s := &segment{first: first, size: int64(len(buf)), limit: int64(len(buf)), path: path, f: f}
+		s := &segment{first: first, version: binary.LittleEndian.Uint32(buf[8:12]),
+			size: int64(len(buf)), limit: int64(len(buf)), path: path, f: f}
 		if l.method.Direct() {
 			// The partial block at the end of the frames is rewritten by
 			// the next write: keep its bytes. An unaligned end of a
@@ -118,7 +169,21 @@ func (l *Log) recover() error {
 		if err := l.syncDir(); err != nil {
 			return fmt.Errorf("wal: open: %w", err)
 		}
+		// Frames no watermark vouches for may never have reached the disk
+		// even though the page cache holds them: after a failed fsync Linux
+		// marks the pages clean, and a sync now would write nothing. Write
+		// them again from what was read, so the sync below makes them
+		// durable before any new frame's watermark vouches for them.
+		if end > proven {
+			if err := l.rewrite(s, buf, proven, end); err != nil {
+				return fmt.Errorf("wal: open: rewriting the unvouched frames of %s: %w", name, err)
+			}
+		}
 		if l.info.TornBytes > 0 {
+			off := s.offset(end)
+			if err := l.quarantine(end, buf[off:off+l.info.TornBytes]); err != nil {
+				return fmt.Errorf("wal: open: quarantining the torn tail of %s: %w", name, err)
+			}
 			if err := l.zeroTail(s, end); err != nil {
 				return fmt.Errorf("wal: open: truncating the torn tail of %s: %w", name, err)
 			}
@@ -128,6 +193,7 @@ func (l *Log) recover() error {
 	}
 	l.segFirsts = firsts
 	l.info.FirstLSN, l.info.EndLSN = firsts[0], l.next
+	slices.SortStableFunc(l.info.Quarantined, func(a, b QuarantineFile) int { return cmpLSN(a.FromLSN, b.FromLSN) })
 	return nil
 }
 
@@ -187,21 +253,43 @@ func (l *Log) checkSealed(buf []byte, name string, first, next LSN) error {
 // was appended after x had been synced, so x is damaged synced data and Open
 // must fail. Without one, x was never synced: the bytes from x on are a torn
 // tail, counted in l.info.TornBytes for zeroing.
-func (l *Log) recoverTail(buf []byte, name string, first LSN) (LSN, error) {
+//
+// proven is the highest LSN up to which the valid frames are vouched for:
+// the largest watermark among them (at least first, since a segment is used
+// only after its predecessor was synced), at most x.
+func (l *Log) recoverTail(buf []byte, name string, first LSN) (x, proven LSN, err error) {
 	s := segment{first: first, size: int64(len(buf))}
 	lsn := first
+	proven = first
+	l.info.Clean = false
 	var st frameStatus
 	for {
 		off := s.offset(lsn)
 		var size int64
-		_, _, size, st = decodeFrame(buf[off:], lsn, int(maxRecordFor(int64(len(buf)))))
+		var rec []byte
+		var wm LSN
+		rec, wm, size, st = decodeFrame(buf[off:], lsn, int(maxRecordFor(int64(len(buf)))))
 		if st == frameValid && off+size > int64(len(buf)) {
 			st = frameShort // its padding is cut off (a file truncated to an odd size)
 		}
 		if st != frameValid {
 			break
 		}
+		proven = max(proven, min(wm, lsn))
 		lsn += LSN(size)
+		l.info.Clean = rec == nil // the end frame of a clean Close, if nothing follows
+	}
+	if l.info.Clean {
+		// The log ends with a clean Close's end frame and nothing after
+		// it: every byte before it is verified. The end is the end
+		// frame's LSN; the next append overwrites it.
+		at := lsn - endFrameSize
+		if lastNonZeroFrom(buf, s.offset(lsn)) < 0 {
+			return at, at, nil
+		}
+		// Bytes follow it: recover as after a crash, the end frame being
+		// part of the tail that is cut.
+		l.info.Clean, lsn = false, at
 	}
 	x, xoff := lsn, s.offset(lsn)
 	lastNonZero := int64(-1)
@@ -212,21 +300,118 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (LSN, error) {
 			continue
 		}
 		if wm > x {
-			return 0, &CorruptionError{Segment: name, Offset: xoff,
+			return 0, 0, &CorruptionError{Segment: name, Offset: xoff,
 				Reason: fmt.Sprintf("%s at LSN %d, but the frame at LSN %d records the log as synced up to LSN %d", st, x, at, wm)}
 		}
 		off += size - frameAlign
 	}
-	for i := len(buf) - 1; int64(i) >= xoff; i-- {
-		if buf[i] != 0 {
-			lastNonZero = int64(i)
-			break
-		}
-	}
+	lastNonZero = lastNonZeroFrom(buf, xoff)
 	if lastNonZero >= 0 {
 		l.info.TornBytes = lastNonZero + 1 - xoff
+		l.info.Clean = false
 	}
-	return x, nil
+	return x, proven, nil
+}
+
+// rewrite writes buf's bytes of the frames in [from, end) of s again, through
+// a buffered handle (O_DIRECT would need whole aligned blocks), and syncs
+// them. Under Linux a failed fsync leaves the pages it lost marked clean: a
+// rewrite is the only way to make a later sync write them.
+func (l *Log) rewrite(s *segment, buf []byte, from, end LSN) error {
+	f, err := l.fs.OpenReadWrite(s.path, vfs.Fdatasync)
+	if err != nil {
+		return err
+	}
+	off, stop := s.offset(from), s.offset(end)
+	p := make([]byte, stop-off) // the FS may scramble what it is given
+	copy(p, buf[off:stop])
+	if _, err := f.WriteAt(p, off); err != nil {
+		f.Close()
+		return err
+	}
+	if err := l.syncFile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+const quarantineSuffix = ".torn"
+
+// quarantineName returns the name of the n-th quarantine file (n = 0: the
+// first) for a torn tail of the given size at LSN from.
+func quarantineName(from LSN, size int64, n int) string {
+	if n == 0 {
+		return fmt.Sprintf("%020d-%020d%s", uint64(from), uint64(from)+uint64(size), quarantineSuffix)
+	}
+	return fmt.Sprintf("%020d-%020d.%d%s", uint64(from), uint64(from)+uint64(size), n, quarantineSuffix)
+}
+
+// parseQuarantineName recognises a name quarantineName made.
+func parseQuarantineName(name string) (QuarantineFile, bool) {
+	base, ok := strings.CutSuffix(name, quarantineSuffix)
+	if !ok {
+		return QuarantineFile{}, false
+	}
+	if i := strings.IndexByte(base, '.'); i >= 0 {
+		if n, err := strconv.Atoi(base[i+1:]); err != nil || n <= 0 {
+			return QuarantineFile{}, false
+		}
+		base = base[:i]
+	}
+	a, b, ok := strings.Cut(base, "-")
+	if !ok || len(a) != 20 || len(b) != 20 {
+		return QuarantineFile{}, false
+	}
+	from, err1 := strconv.ParseUint(a, 10, 64)
+	_, err2 := strconv.ParseUint(b, 10, 64)
+	if err1 != nil || err2 != nil {
+		return QuarantineFile{}, false
+	}
+	return QuarantineFile{Name: name, FromLSN: LSN(from)}, true
+}
+
+// quarantine copies the torn tail p, which starts at LSN from, into a new
+// file of the log directory and makes it durable (file and directory) before
+// Open zeroes the tail: recovery never destroys bytes it has not proven
+// torn.
+func (l *Log) quarantine(from LSN, p []byte) error {
+	var f vfs.File
+	var name string
+	for n := 0; ; n++ {
+		name = quarantineName(from, int64(len(p)), n)
+		var err error
+		f, err = l.fs.Create(filepath.Join(l.dir, name), vfs.Fdatasync)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || n > 1000 {
+			return err
+		}
+	}
+	fail := func(err error) error {
+		f.Close()
+		l.fs.Remove(filepath.Join(l.dir, name))
+		return err
+	}
+	c := make([]byte, len(p))
+	copy(c, p)
+	if _, err := f.WriteAt(c, 0); err != nil {
+		return fail(err)
+	}
+	if err := l.syncFile(f); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		return fail(err)
+	}
+	if err := l.syncDir(); err != nil {
+		return err
+	}
+	l.info.Quarantined = append(l.info.Quarantined, QuarantineFile{Name: name, FromLSN: from,
+		EndLSN: from + LSN(len(p)), Bytes: int64(len(p))})
+	l.opts.Logger.Warn("wal: quarantined a torn tail", "file", name, "lsn", from, "bytes", len(p))
+	return nil
 }
 
 // zeroTail overwrites the torn tail that starts at end with zeros and syncs,
@@ -301,4 +486,25 @@ func (st frameStatus) String() string {
 		return "truncated frame"
 	}
 	return "invalid frame (bad length, flags or checksum)"
+}
+
+// lastNonZeroFrom returns the offset of the last non-zero byte of buf at or
+// after from, or -1.
+func lastNonZeroFrom(buf []byte, from int64) int64 {
+	for i := len(buf) - 1; int64(i) >= from; i-- {
+		if buf[i] != 0 {
+			return int64(i)
+		}
+	}
+	return -1
+}
+
+func cmpLSN(a, b LSN) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

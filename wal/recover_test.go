@@ -2,13 +2,16 @@ package wal_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
@@ -177,7 +180,7 @@ func TestTornTailEveryOffset(t *testing.T) {
 			damaged := fileBytes(t, img, last)
 			clean := off(wantEnd)
 			if segs := segments(t, img); segs[len(segs)-1] == last {
-				clean += frameSize(len("after"))
+				clean += frameSize(len("after")) + 24 // and Close's end frame
 			}
 			require.Equal(t, -1, lastNonZero(damaged, clean), "%s: stale bytes left after the log's end", name)
 			cases++
@@ -285,20 +288,131 @@ func TestBitFlipInSyncedFrame(t *testing.T) {
 	}
 }
 
-// TestDamagedLastFrameIsTorn documents the limit of the watermark rule: the
-// last frame has no later frame to vouch for it, so damage there is
-// indistinguishable from a torn write and is truncated.
-func TestDamagedLastFrameIsTorn(t *testing.T) {
-	w := writeLog(t, wal.Options{}, []int{50, 60, 70})
-	seg := segments(t, w.mem)[0]
-	b := fileBytes(t, w.mem, seg)
-	b[segHeader+int(w.lsns[2])+frameHeader+5] ^= 0x10
-	img := w.mem.ProcessCrash()
+// TestCleanCloseVerifiesTheLastGroup (issue 11.1): after a clean Close, a
+// flipped bit in any record of the last group — which no later record's
+// watermark vouches for — is ErrCorrupt, not a torn tail to erase: Close's
+// end frame vouches for every byte before it. Every policy whose last group
+// holds several records is covered, and nothing on disk is changed.
+func TestCleanCloseVerifiesTheLastGroup(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		pol   policy.Policy
+		batch bool
+	}{
+		{"sync-never", policy.SyncNever(), false},
+		{"default/one-batch", policy.SyncEveryCommit(), true},
+		{"interval", policy.SyncInterval(time.Hour), false},
+		{"buffered", policy.BufferedInterval(time.Hour, time.Hour), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			opts := wal.Options{FS: mem, SegmentSize: 64 << 10, Policy: tc.pol}
+			l := openLog(t, mem, opts)
+			var recs [][]byte
+			for i := range 10 {
+				recs = append(recs, record(0, i, 200))
+			}
+			if tc.batch {
+				_, err := l.AppendBatch(context.Background(), recs)
+				require.NoError(t, err)
+			} else {
+				for _, r := range recs {
+					_, err := l.Append(r)
+					require.NoError(t, err)
+				}
+			}
+			require.NoError(t, l.Close())
+			seg := segments(t, mem)[0]
+			b := fileBytes(t, mem, seg)
+			at := segHeader + 2*int(frameSize(200)) + frameHeader + 7 // record 3's payload
+			b[at] ^= 0x04
+			setFile(t, mem, seg, b)
+			_, err := wal.Open(logDir, opts)
+			var ce *wal.CorruptionError
+			require.ErrorAs(t, err, &ce)
+			require.ErrorIs(t, err, wal.ErrCorrupt)
+			require.Equal(t, seg, ce.Segment)
+			require.Equal(t, bytes.Clone(b), fileBytes(t, mem, seg), "a failed Open changes no byte")
+		})
+	}
+}
+
+// TestCrashDamageInLastGroupIsQuarantined (issue 11.1): after a crash there
+// is no end frame, so damage in the last group cannot be told from a torn
+// tail (the documented bound). Open cuts the tail, but first copies the
+// bytes it drops to a quarantine file that later Opens recognise and list.
+func TestCrashDamageInLastGroupIsQuarantined(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := wal.Options{FS: mem, SegmentSize: 64 << 10, Policy: policy.SyncNever()}
+	l := openLog(t, mem, opts)
+	var lsns []wal.LSN
+	var recs [][]byte
+	for i := range 10 {
+		rec := record(0, i, 200)
+		lsn, err := l.Append(rec)
+		require.NoError(t, err)
+		lsns, recs = append(lsns, lsn), append(recs, rec)
+	}
+	require.NoError(t, l.Sync())
+	img := mem.ProcessCrash() // no Close: no end frame
+	require.NoError(t, l.Close())
+	seg := segments(t, img)[0]
+	b := fileBytes(t, img, seg)
+	at := segHeader + int(lsns[2]) + frameHeader + 7
+	b[at] ^= 0x04
 	setFile(t, img, seg, b)
-	_, got, info := replay(t, img, w.opts)
-	assert.Equal(t, w.recs[:2], got)
-	assert.Equal(t, w.lsns[2], info.EndLSN)
-	assert.Positive(t, info.TornBytes)
+	tail := bytes.Clone(b[segHeader+int(lsns[2]) : segHeader+int(lsns[9])+int(frameSize(200))])
+
+	l = openLog(t, img, opts)
+	info := l.Recovered()
+	require.Equal(t, lsns[2], info.EndLSN)
+	require.Equal(t, int64(len(tail)), info.TornBytes)
+	require.Len(t, info.Quarantined, 1)
+	q := info.Quarantined[0]
+	require.Equal(t, lsns[2], q.FromLSN)
+	require.Equal(t, lsns[2]+wal.LSN(len(tail)), q.EndLSN)
+	require.Equal(t, int64(len(tail)), q.Bytes)
+	require.Equal(t, tail, fileBytes(t, img, q.Name), "the quarantine file holds the dropped bytes")
+	durable := img.PowerLoss(vfs.DropAll())
+	require.Equal(t, tail, fileBytes(t, durable, q.Name), "quarantine file durable before the tail was zeroed")
+	require.NoError(t, l.Close())
+
+	l = openLog(t, img, opts) // recognised, not a foreign file
+	require.Equal(t, []wal.QuarantineFile{q}, l.Recovered().Quarantined)
+	_, got := readAll(t, l, 0)
+	require.Equal(t, recs[:2], got)
+	require.NoError(t, l.Close())
+}
+
+// TestOpenRewritesUnvouchedFramesAfterFailedSync (issue 11.2): a failed
+// fsync marks the lost pages clean (Linux, modelled by MemFS.FailNextSync).
+// Reopened after a process crash, the page cache still shows R3: Open must
+// write the frames no watermark vouches for again before its sync, or R4,
+// acknowledged with a watermark vouching for R3, is unreachable after a
+// power loss.
+func TestOpenRewritesUnvouchedFramesAfterFailedSync(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := wal.Options{FS: mem, SegmentSize: 64 << 10}
+	l := openLog(t, mem, opts)
+	for i := range 2 {
+		_, err := l.Append(record(0, i, 100))
+		require.NoError(t, err)
+	}
+	mem.FailNextSync(syscall.EIO)
+	_, err := l.Append(record(0, 2, 100))
+	require.ErrorIs(t, err, wal.ErrDurabilityUnknown)
+	require.ErrorIs(t, l.Close(), wal.ErrPoisoned)
+
+	img := mem.ProcessCrash()
+	l = openLog(t, img, opts)
+	require.Positive(t, l.Recovered().Unvouched)
+	lsn4, err := l.Append(record(0, 3, 100))
+	require.NoError(t, err)
+	lost := img.PowerLoss(vfs.DropAll())
+	require.NoError(t, l.Close())
+	lsns, got, _ := replay(t, lost, opts)
+	require.Len(t, got, 4, "R4 (LSN %d) was acknowledged: it and every record before it survive", lsn4)
+	require.Equal(t, lsn4, lsns[3])
 }
 
 func TestDamageInNonLastSegment(t *testing.T) {

@@ -17,13 +17,14 @@ import (
 // Segment header layout (little endian), normative, documented in doc.go:
 //
 //	[0:8)   magic      "durawal\x00"
-//	[8:12)  version    1
+//	[8:12)  version    2 (1: written before end frames existed; still read)
 //	[12:16) size/8     the file's size in bytes when created, divided by 8
 //	[16:24) first LSN  the LSN of the segment's first frame (also its name)
 //	[24:32) checksum   xxhash64 of bytes [0:24)
 const (
 	segmentHeaderSize = 32
-	segmentVersion    = 1
+	segmentVersion    = 2 // written by this build
+	minSegmentVersion = 1 // the oldest this build reads
 	segmentSuffix     = ".wal"
 	tmpSuffix         = ".wal.tmp"
 	lockName          = "LOCK"
@@ -71,7 +72,7 @@ func checkSegmentHeader(b []byte, first LSN) string {
 		return "bad segment magic (not a durawal segment)"
 	case binary.LittleEndian.Uint64(b[24:32]) != xxhash.Sum64(b[:24]):
 		return "segment header checksum mismatch"
-	case binary.LittleEndian.Uint32(b[8:12]) != segmentVersion:
+	case binary.LittleEndian.Uint32(b[8:12]) < minSegmentVersion || binary.LittleEndian.Uint32(b[8:12]) > segmentVersion:
 		return fmt.Sprintf("unsupported segment version %d", binary.LittleEndian.Uint32(b[8:12]))
 	case LSN(binary.LittleEndian.Uint64(b[16:24])) != first:
 		return fmt.Sprintf("header first LSN %d does not match the name", binary.LittleEndian.Uint64(b[16:24]))
@@ -85,11 +86,12 @@ func checkSegmentHeader(b []byte, first LSN) string {
 
 // segment is one file of the log.
 type segment struct {
-	first LSN
-	size  int64 // file size in bytes
-	limit int64 // end of the bytes new frames may use: size, aligned down under O_DIRECT
-	path  string
-	f     vfs.File // write handle while the segment is active or prepared
+	first   LSN
+	version uint32 // segment format version from its header
+	size    int64  // file size in bytes
+	limit   int64  // end of the bytes new frames may use: size, aligned down under O_DIRECT
+	path    string
+	f       vfs.File // write handle while the segment is active or prepared
 }
 
 // capacity returns how many frame bytes fit the segment.
@@ -147,7 +149,7 @@ func (l *Log) prepareSegment() (*segment, error) {
 	if err := l.syncSegment(f); err != nil {
 		return fail(err)
 	}
-	return &segment{size: l.opts.SegmentSize, limit: l.opts.SegmentSize, path: path, f: f}, nil
+	return &segment{version: segmentVersion, size: l.opts.SegmentSize, limit: l.opts.SegmentSize, path: path, f: f}, nil
 }
 
 // installSegment gives a prepared segment its first LSN, s.first: it writes the header,

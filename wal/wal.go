@@ -519,6 +519,9 @@ func (l *Log) Close() error {
 		spare.f.Close()
 		l.fs.Remove(spare.path)
 	}
+	if err == nil {
+		err = l.writeEnd()
+	}
 	if cerr := l.closeFiles(); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -530,6 +533,34 @@ func (l *Log) Close() error {
 }
 
 // closeFiles closes the active segment's write handle.
+// writeEnd ends a cleanly closed log with an end frame and syncs it. The
+// end frame takes no LSN space: Open ends the log at its LSN, and the first
+// append after Open overwrites it (a torn overwrite is a torn tail). Close
+// calls it after its final sync, with the flusher stopped: every byte before
+// l.next is durable, so the end frame's watermark (its own LSN) is true, and
+// at the next Open damage anywhere in the log is reported as ErrCorrupt
+// rather than taken for a torn tail. A segment of format version 1 (opened
+// from an older log) gets none, so older builds can still read it, and
+// neither does a segment without endFrameSize bytes of room left: then the
+// next Open verifies that segment's tail by the watermark rule alone.
+func (l *Log) writeEnd() error {
+	s := l.writeSeg
+	if s == nil || s.version < 2 || LSN(l.written.Load()) != l.next ||
+		int64(l.next-s.first)+endFrameSize > s.room() {
+		return nil
+	}
+	var b [endFrameSize]byte
+	encodeEndFrame(b[:], l.next)
+	if err := l.writeAt(b[:], l.next); err != nil {
+		return fmt.Errorf("wal: close: writing the end frame: %w", err)
+	}
+	if err := l.syncSegment(s.f); err != nil {
+		return fmt.Errorf("wal: close: syncing the end frame: %w", err)
+	}
+	l.written.Store(uint64(l.next)) // the end frame is no record: the log ends before it
+	return nil
+}
+
 func (l *Log) closeFiles() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
