@@ -315,7 +315,8 @@ func makeRunDir(parent string) (string, error) {
 
 // unwrapPath drops the *PathError wrapper whose path the caller already names.
 func unwrapPath(err error) error {
-	if pe, ok := errors.AsType[*os.PathError](err); ok {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
 		return pe.Err
 	}
 	return err
