@@ -1,6 +1,6 @@
 module github.com/durawal/durawal/bench
 
-go 1.25.0
+go 1.26.0
 
 require (
 	github.com/durawal/durawal v0.0.0

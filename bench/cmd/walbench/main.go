@@ -315,8 +315,7 @@ func makeRunDir(parent string) (string, error) {
 
 // unwrapPath drops the *PathError wrapper whose path the caller already names.
 func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*os.PathError](err); ok {
 		return pe.Err
 	}
 	return err
