@@ -10,7 +10,7 @@ const GroupSizeBuckets = 16
 
 // Stats is a snapshot of a [Queue]'s counters, taken by [Queue.Stats].
 // Counters only grow; Written and Synced are gauges that never go down.
-// Names follow SEMANTICS §6.3 and the upstream counters each mirrors.
+// Names follow the upstream counters each mirrors (docs/design.md, Counters).
 type Stats struct {
 	// Commits counts Waits that returned nil: commits acknowledged at their
 	// level, by a flush, by Advance, or because the watermark already covered
@@ -47,7 +47,7 @@ type Stats struct {
 	// DelaySleeps counts leaders that slept for Delay (in either Style; a
 	// SyncStageWait delay counts once if it slept at least one slice). No
 	// upstream counter; PostgreSQL's commit_delay sleeps are its model
-	// (SEMANTICS §6.3 GroupDelaySleeps).
+	// (docs/design.md, Counters).
 	DelaySleeps uint64
 
 	// AdaptiveWaits counts leaders that waited briefly for the committers the

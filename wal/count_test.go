@@ -2,7 +2,7 @@ package wal_test
 
 // Counting: what each policy costs in fsyncs, stated exactly where the code
 // makes it exact, and the fsync counter checked against the filesystem's own
-// count of sync calls (SEMANTICS §6.3).
+// count of sync calls (docs/design.md, Counters).
 //
 // The exact formula, from segment.go, recover.go and flush.go, for a fresh
 // log on one goroutine with no failures:

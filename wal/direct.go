@@ -9,7 +9,7 @@ import (
 	"github.com/durawal/durawal/wal/vfs"
 )
 
-// Direct I/O (SEMANTICS §5.5). With O_DIRECT every write must start at a
+// Direct I/O (docs/semantics.md, O_DIRECT). With O_DIRECT every write must start at a
 // multiple of the alignment, cover whole blocks and come from an aligned
 // buffer. The log writes frames back to back, so a write usually starts in
 // the middle of a block that an earlier write left partial: like InnoDB it

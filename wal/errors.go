@@ -20,7 +20,7 @@ var (
 	// the log promised valid data.
 	ErrCorrupt = errors.New("wal: corrupt log")
 	// ErrPoisoned is returned by every call after a write or sync failed: the
-	// log fails closed and never retries a sync (SEMANTICS §7.2).
+	// log fails closed and never retries a sync (docs/failure-model.md, fsync failure).
 	ErrPoisoned = errors.New("wal: log poisoned by an earlier I/O failure")
 	// ErrDurabilityUnknown is returned to the commits of the group whose write
 	// or sync failed: their records may or may not be on disk, and must not be

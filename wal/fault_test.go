@@ -1,6 +1,6 @@
 package wal_test
 
-// Fault tests, SEMANTICS §7.5 one to one: a failed sync poisons the log and
+// Fault tests (docs/failure-model.md): a failed sync poisons the log and
 // fails its whole group, EINTR is retried, ENOSPC at segment creation is
 // back-pressure and not poison, a short write never leaves a partial frame
 // that later frames follow, and UnsafeRetrySync loses acknowledged data.

@@ -2,8 +2,8 @@ package wal_test
 
 // Helpers shared by the policy, fault, kill, count and group-commit tests:
 // a journal of what each Append returned, recovery of a crash image, the
-// prefix/integrity check (SEMANTICS §6.1 I1, I2), and an FS wrapper with
-// hooks around Sync and WriteAt.
+// prefix/integrity check (docs/semantics.md, Policies: invariants 1 and
+// 2), and an FS wrapper with hooks around Sync and WriteAt.
 
 import (
 	"bytes"

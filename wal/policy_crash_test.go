@@ -1,6 +1,6 @@
 package wal_test
 
-// Loss bounds per policy (SEMANTICS §6.1, §6.2) as property tests on MemFS.
+// Loss bounds per policy (docs/semantics.md, Policies) as property tests on MemFS.
 //
 // Each seed runs twice. In a testing/synctest bubble ("fake"), the clock
 // moves only when every goroutine is blocked, so timer ticks and

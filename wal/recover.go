@@ -61,8 +61,9 @@ type QuarantineFile struct {
 }
 
 // recover scans the log directory at Open and applies the watermark rule
-// (DESIGN "Failure model"). On return l.next, l.writeSeg, l.appendSeg and
-// l.segFirsts describe the log, and any torn tail is zeroed and synced.
+// (docs/design.md, Recovery rule). On return l.next, l.writeSeg,
+// l.appendSeg and l.segFirsts describe the log, and any torn tail is zeroed
+// and synced.
 func (l *Log) recover() error {
 	names, err := l.fs.List(l.dir)
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// On-disk sizes the tests compute expectations from (DESIGN, doc.go).
+// On-disk sizes the tests compute expectations from (the package doc).
 const (
 	segHeader   = 32
 	frameHeader = 24

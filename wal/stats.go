@@ -24,8 +24,8 @@ type counters struct {
 }
 
 // Stats is a snapshot of the log's counters. Each mirrors a counter people
-// already watch (SEMANTICS §6.3). Counts are since Open; LSNs are byte
-// positions.
+// already watch (docs/design.md, Counters). Counts are since Open; LSNs are
+// byte positions.
 type Stats struct {
 	// Commits counts Append, AppendContext and AppendBatch calls that
 	// returned nil (MariaDB Binlog_commits, MySQL Com_commit).

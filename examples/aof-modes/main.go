@@ -38,8 +38,8 @@ var article = map[string]string{
 	"no":       "30 / 51 µs · 34,050 → 88,866/s",
 }
 
-func run(ctx context.Context, dir string, out io.Writer) error {
-	perClient := lesson.Pick(ctx, 3000, 300)
+func run(ctx context.Context, dir string, quick bool, out io.Writer) error {
+	perClient := lesson.Pick(quick, 3000, 300)
 
 	t := lesson.NewTable("appendfsync", "p50", "p99", "1 client", "8 clients", "speed-up",
 		"fsyncs/commit (8)", "article 001: p50 / p99 · 1 → 8 clients")

@@ -11,7 +11,7 @@ import (
 
 func TestRun(t *testing.T) {
 	var out strings.Builder
-	require.NoError(t, run(lesson.WithQuick(t.Context()), t.TempDir(), &out))
+	require.NoError(t, run(t.Context(), t.TempDir(), true, &out))
 	t.Log("\n" + out.String())
 	rows := lesson.Rows(out.String())
 	for _, word := range []string{"always", "everysec", "no"} {

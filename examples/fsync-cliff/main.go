@@ -34,8 +34,8 @@ func main() { lesson.Main(run) }
 // article is article 002's p50 / p95 per connection count (10 INSERTs each).
 var article = map[int]string{1: "10 / 17 ms", 8: "15 / 20 ms", 16: "17 / 1040 ms", 32: "18 / 1050 ms"}
 
-func run(ctx context.Context, dir string, out io.Writer) error {
-	perCommitter := lesson.Pick(ctx, 100, 10)
+func run(ctx context.Context, dir string, quick bool, out io.Writer) error {
+	perCommitter := lesson.Pick(quick, 100, 10)
 	level1, _ := policy.InnoDB(1)
 	level2, _ := policy.InnoDB(2)
 	setups := []struct {

@@ -36,8 +36,8 @@ func main() { lesson.Main(run) }
 // mysqlFix is article 002's setting: wait up to 500 µs for up to 10 commits.
 var mysqlFix = groupcommit.Options{Delay: 500 * time.Microsecond, MaxBatch: 10}
 
-func run(ctx context.Context, dir string, out io.Writer) error {
-	commits := lesson.Pick(ctx, 10_000, 1_000)
+func run(ctx context.Context, dir string, quick bool, out io.Writer) error {
+	commits := lesson.Pick(quick, 10_000, 1_000)
 
 	cases := []struct {
 		committers int

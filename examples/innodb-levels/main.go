@@ -43,8 +43,8 @@ var article = map[int]struct {
 	0: {1, "17,889/s"},
 }
 
-func run(ctx context.Context, dir string, out io.Writer) error {
-	commits := lesson.Pick(ctx, 10_000, 1_000)
+func run(ctx context.Context, dir string, quick bool, out io.Writer) error {
+	commits := lesson.Pick(quick, 10_000, 1_000)
 	record := make([]byte, 100) // about one small INSERT's redo
 
 	t := lesson.NewTable("innodb_flush_log_at_trx_commit", "commits", "time", "commits/s",

@@ -1,5 +1,7 @@
 // Quickstart is the smallest correct use of durawal: open a log, append
-// records, close it, reopen it and read every record back.
+// records, close it, reopen it and read every record back. It uses only the
+// public API (wal and policy), so it can be copied into a module of your own
+// as it is.
 //
 //	go run ./examples/quickstart          # a fresh temporary directory
 //	go run ./examples/quickstart -dir d   # keep the log in d
@@ -12,15 +14,41 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"text/tabwriter"
 
-	"github.com/durawal/durawal/examples/internal/lesson"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 )
 
-func main() { lesson.Main(run) }
+func main() {
+	dir := flag.String("dir", "", "directory for the log (default: a fresh temporary directory, removed afterwards)")
+	flag.Parse()
+	if err := start(*dir); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+// start runs the example in dir, or in a temporary directory when dir is
+// empty. Ctrl-C cancels it.
+func start(dir string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "durawal-quickstart-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	return run(ctx, dir, os.Stdout)
+}
 
 func run(ctx context.Context, dir string, out io.Writer) error {
 	opts := wal.Options{Policy: policy.SyncEveryCommit()}
@@ -57,7 +85,8 @@ func run(ctx context.Context, dir string, out io.Writer) error {
 		return err
 	}
 	defer r.Close()
-	t := lesson.NewTable("LSN", "record")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LSN\trecord")
 	for {
 		lsn, rec, err := r.Next()
 		if err == io.EOF {
@@ -66,16 +95,20 @@ func run(ctx context.Context, dir string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		t.Row(lsn, fmt.Sprintf("%q", rec))
+		fmt.Fprintf(tw, "%d\t%q\n", lsn, rec)
 	}
-	t.Fprint(out)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
 
-	lesson.Explain(out, fmt.Sprintf(`An LSN is the byte position of a record's frame in
-		the log, so LSNs grow by the frame size (header plus payload, padded), not by one.
-		The %d commits cost %d fsyncs (creating the segment file cost %d more): under
-		SyncEveryCommit an Append that returns nil has been fdatasync'ed, so a power cut
-		at any moment after it returned cannot lose that record, and reopening finds it.
-		Every other policy gives up part of that promise for speed; the other lessons
-		measure how much.`, st.Commits, st.Fsyncs-before, before))
+	fmt.Fprintf(out, `
+An LSN is the byte position of a record's frame in the log, so LSNs grow by
+the frame size (header plus payload, padded), not by one. The %d commits cost
+%d fsyncs (creating the segment file cost %d more): under SyncEveryCommit an
+Append that returns nil has been fdatasync'ed, so a power cut at any moment
+after it returned cannot lose that record, and reopening finds it. Every other
+policy gives up part of that promise for speed; the other lessons measure how
+much.
+`, st.Commits, st.Fsyncs-before, before)
 	return nil
 }

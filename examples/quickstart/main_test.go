@@ -4,18 +4,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/durawal/durawal/examples/internal/lesson"
 	"github.com/stretchr/testify/require"
 )
 
 func TestRun(t *testing.T) {
 	var out strings.Builder
-	require.NoError(t, run(lesson.WithQuick(t.Context()), t.TempDir(), &out))
+	require.NoError(t, run(t.Context(), t.TempDir(), &out))
 	got := out.String()
 	for _, row := range []string{
-		`| 0   | "set x=1" |`,
-		`| 32  | "set y=2" |`,
-		`| 64  | "del x"   |`,
+		"LSN  record\n",
+		"0    \"set x=1\"\n",
+		"32   \"set y=2\"\n",
+		"64   \"del x\"\n",
 	} {
 		require.Contains(t, got, row)
 	}

@@ -69,8 +69,8 @@ func main() {
 	lesson.Main(run)
 }
 
-func run(ctx context.Context, dir string, out io.Writer) error {
-	runFor := lesson.Pick(ctx, 1300*time.Millisecond, 300*time.Millisecond)
+func run(ctx context.Context, dir string, quick bool, out io.Writer) error {
+	runFor := lesson.Pick(quick, 1300*time.Millisecond, 300*time.Millisecond)
 
 	cuts, kills := map[string]outcome{}, map[string]outcome{}
 	t := lesson.NewTable("policy", "power loss: lost / acked", "oldest lost",

@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 
 func TestRun(t *testing.T) {
 	var out strings.Builder
-	require.NoError(t, run(lesson.WithQuick(t.Context()), t.TempDir(), &out))
+	require.NoError(t, run(t.Context(), t.TempDir(), true, &out))
 	t.Log("\n" + out.String())
 	rows := lesson.Rows(out.String())
 	for _, p := range policies {

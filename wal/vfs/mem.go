@@ -448,15 +448,15 @@ func (l *memLock) Close() error {
 // with err, wrapped in a *fs.PathError (so errors.Is(err, syscall.EIO) holds
 // when err is syscall.EIO). A nil err cancels a pending failure.
 //
-// This models Linux's "fsyncgate" behaviour (SEMANTICS §5.7): the failed
-// sync makes nothing durable, and every byte of the file at the time of the
-// failure is marked clean but lost. Later syncs of that file return nil, but
-// for the lost byte ranges they keep the durable content the file had before
-// the failure (zeros beyond its durable size); only the ranges written or
-// extended by Truncate after the failure become durable. So a PowerLoss after
-// the failure loses those bytes in every mode, even [KeepAll]. The page
-// cache keeps them: reads, and [MemFS.ProcessCrash], still see them, as
-// Linux usually does until the pages are evicted.
+// This models Linux's "fsyncgate" behaviour (docs/semantics.md, A failed
+// fsync): the failed sync makes nothing durable, and every byte of the file at
+// the time of the failure is marked clean but lost. Later syncs of that file
+// return nil, but for the lost byte ranges they keep the durable content the
+// file had before the failure (zeros beyond its durable size); only the ranges
+// written or extended by Truncate after the failure become durable. So a
+// PowerLoss after the failure loses those bytes in every mode, even [KeepAll].
+// The page cache keeps them: reads, and [MemFS.ProcessCrash], still see them,
+// as Linux usually does until the pages are evicted.
 func (m *MemFS) FailNextSync(err error) {
 	m.mu.Lock()
 	m.failNext = err

@@ -16,7 +16,8 @@ var ErrSyncMethodUnsupported = errors.New("vfs: sync method not supported")
 // SyncMethod says how a file opened for writing reaches stable storage:
 // which open flags it carries and what [File.Sync] calls. The zero value is
 // [Fdatasync]. The names mirror InnoDB's innodb_flush_method and
-// PostgreSQL's wal_sync_method (SEMANTICS §1.8, §4.7, §5.4, §5.5).
+// PostgreSQL's wal_sync_method (docs/semantics.md: InnoDB redo log,
+// PostgreSQL WAL, O_DSYNC, O_DIRECT).
 type SyncMethod uint8
 
 const (

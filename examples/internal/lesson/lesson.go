@@ -21,28 +21,15 @@ import (
 )
 
 // RunFunc is a lesson: it works in dir (which exists and is empty unless the
-// user chose it) and writes its table and explanation to out.
-type RunFunc func(ctx context.Context, dir string, out io.Writer) error
+// user chose it) and writes its table and explanation to out. quick asks for
+// small counts, for CI and smoke tests: the numbers are noisier but the table
+// has the same rows.
+type RunFunc func(ctx context.Context, dir string, quick bool, out io.Writer) error
 
-type quickKey struct{}
-
-// WithQuick returns a context that asks lessons for their quick mode: small
-// counts, for CI and smoke tests. The numbers are noisier but the table has
-// the same rows.
-func WithQuick(ctx context.Context) context.Context {
-	return context.WithValue(ctx, quickKey{}, true)
-}
-
-// Quick reports whether ctx asks for quick mode.
-func Quick(ctx context.Context) bool {
-	q, _ := ctx.Value(quickKey{}).(bool)
-	return q
-}
-
-// Pick returns quick in quick mode and full otherwise.
-func Pick[T any](ctx context.Context, full, quick T) T {
-	if Quick(ctx) {
-		return quick
+// Pick returns short when quick is set and full otherwise.
+func Pick[T any](quick bool, full, short T) T {
+	if quick {
+		return short
 	}
 	return full
 }
@@ -57,16 +44,13 @@ func Main(run RunFunc) {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if *quick {
-		ctx = WithQuick(ctx)
-	}
-	if err := runIn(ctx, *dir, run); err != nil {
+	if err := runIn(ctx, *dir, *quick, run); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
 }
 
-func runIn(ctx context.Context, dir string, run RunFunc) error {
+func runIn(ctx context.Context, dir string, quick bool, run RunFunc) error {
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "durawal-lesson-")
 		if err != nil {
@@ -77,7 +61,7 @@ func runIn(ctx context.Context, dir string, run RunFunc) error {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return run(ctx, dir, os.Stdout)
+	return run(ctx, dir, quick, os.Stdout)
 }
 
 // Recorder collects latencies from many goroutines. The zero value is ready

@@ -40,11 +40,9 @@ func TestOneLine(t *testing.T) {
 	require.Equal(t, "a b c", OneLine("\ta\n\t\tb  c\n"))
 }
 
-func TestQuick(t *testing.T) {
-	ctx := t.Context()
-	require.False(t, Quick(ctx))
-	require.Equal(t, 10, Pick(ctx, 10, 1))
-	require.Equal(t, 1, Pick(WithQuick(ctx), 10, 1))
+func TestPick(t *testing.T) {
+	require.Equal(t, 10, Pick(false, 10, 1))
+	require.Equal(t, 1, Pick(true, 10, 1))
 }
 
 func TestRows(t *testing.T) {
