@@ -126,3 +126,26 @@ func AlignmentSource(f File) string {
 	}
 	return "unknown"
 }
+
+// MarshalText returns [SyncMethod.String] as bytes, so that a SyncMethod is
+// written by its name ("O_DIRECT") in JSON, YAML and TOML instead of as a
+// number, and can be used with [flag.TextVar]. An undefined method returns
+// an error. Safe for concurrent use.
+func (m SyncMethod) MarshalText() ([]byte, error) {
+	if !m.Valid() {
+		return nil, fmt.Errorf("vfs: cannot marshal undefined %s", m)
+	}
+	return []byte(m.String()), nil
+}
+
+// UnmarshalText sets *m to [ParseSyncMethod](string(text)): any spelling
+// ParseSyncMethod accepts. On error *m is left unchanged. It writes *m, so
+// it must not run concurrently with other uses of the same *m.
+func (m *SyncMethod) UnmarshalText(text []byte) error {
+	v, err := ParseSyncMethod(string(text))
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}
