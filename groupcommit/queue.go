@@ -252,8 +252,10 @@ func (q *Queue) leadLocked(need Level) {
 	q.mu.Lock()
 
 	q.stats.Groups++
-	if need == Synced {
+	if need == Synced || synced > q.synced { // asked to sync, or the FlushFunc chose to
 		q.stats.SyncGroups++
+	}
+	if need == Synced {
 		if q.flushEWMA == 0 {
 			q.flushEWMA = took
 		} else {
@@ -423,8 +425,9 @@ func (q *Queue) Stats() Stats {
 }
 
 // GroupSizeHistTotal returns the number of successful groups counted in
-// GroupSizeHist.
-func (s *Stats) GroupSizeHistTotal() uint64 {
+// GroupSizeHist. It has a value receiver, so it can be called on the value
+// Queue.Stats (or wal's Log.Stats().Group) returns; it reads only s.
+func (s Stats) GroupSizeHistTotal() uint64 {
 	var n uint64
 	for _, c := range s.GroupSizeHist {
 		n += c

@@ -14,14 +14,27 @@ const GroupSizeBuckets = 16
 type Stats struct {
 	// Commits counts Waits that returned nil: commits acknowledged at their
 	// level, by a flush, by Advance, or because the watermark already covered
-	// them. Mirrors MariaDB Binlog_commits (MySQL Com_commit).
+	// them. Mirrors MariaDB Binlog_commits (MySQL Com_commit). It counts
+	// every successful Wait, whatever the caller uses it for: in package wal
+	// that is each commit that waits (policy level write or sync), but also
+	// Log.Sync, Log.WaitDurable, an append waiting for log-buffer space and
+	// the final flush of Log.Close, while commits acknowledged from the log
+	// buffer do not wait and are not counted. wal's Stats.Commits is the
+	// count of commits.
 	Commits uint64
 	// Groups counts flushes run by leaders (FlushFunc calls, failed ones
 	// included). Mirrors MariaDB Binlog_group_commits.
 	Groups uint64
-	// SyncGroups counts the Groups whose FlushFunc was called with need
-	// [Synced]: an upper bound on the syncs the queue asked for. Mirrors
-	// Innodb_os_log_fsyncs / pg_stat_wal.wal_sync when every such flush syncs.
+	// SyncGroups counts the Groups that synced: those whose FlushFunc was
+	// called with need [Synced] (a committer asked), plus those called with
+	// need [Written] whose FlushFunc returned a synced watermark beyond the
+	// queue's (the FlushFunc chose to sync, as wal does every nth group
+	// under policy.SyncEveryN). A sync made outside the queue (wal's
+	// background flusher) and not yet reported with Advance when a flush
+	// returns is attributed to that flush. Failed flushes are counted.
+	// Mirrors Innodb_os_log_fsyncs / pg_stat_wal.wal_sync for the syncs
+	// made by groups; background syncs, roll syncs and a need-Synced flush
+	// with nothing left to sync make wal's Stats.Fsyncs differ.
 	SyncGroups uint64
 
 	// GroupSizeMin and GroupSizeMax are the fewest and most commits one

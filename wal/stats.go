@@ -94,7 +94,16 @@ type Stats struct {
 	// write_lsn, flushed_to_disk_lsn).
 	AppendedLSN, WrittenLSN, SyncedLSN LSN
 	// Group holds the group-commit queue's counters: groups, group sizes,
-	// delay triggers.
+	// delay triggers. They count waits on the queue, not log operations:
+	// Group.Commits counts every wait that returned nil — commits whose
+	// policy makes them wait (write or sync), Sync, WaitDurable when the
+	// record was not yet durable, appends waiting for log-buffer space, and
+	// Close's final flush — so it can exceed Commits by those, and falls
+	// short of it by the commits acknowledged from the log buffer, which do
+	// not wait. Group.SyncGroups counts the groups that synced, whether a
+	// committer asked or the policy chose to (every nth group under
+	// policy.SyncEveryN); Fsyncs also counts background, roll and segment
+	// syncs, which are not groups.
 	Group groupcommit.Stats
 	// SyncMethod is the sync method in use; SyncMethodFallback reports that
 	// it is a fallback from Options.SyncMethod, which the filesystem
