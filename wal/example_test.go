@@ -1,13 +1,17 @@
 package wal_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
 	"os"
+	"strings"
 
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
+	"github.com/durawal/durawal/wal/vfs"
 )
 
 // Open a log, append, close, reopen and replay what it holds.
@@ -133,4 +137,98 @@ func ExampleReader() {
 	// 32: record 1
 	// 64: record 2
 	// 96: record 3
+}
+
+// AppendBatch appends several records as one commit: one wait (here one
+// sync, under the default SyncEveryCommit) for the whole batch. It returns
+// the first record's LSN.
+func ExampleLog_AppendBatch() {
+	l, err := wal.Open("/log", wal.Options{FS: vfs.NewMem(), SegmentSize: 1 << 20})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	batch := [][]byte{[]byte("debit a 10"), []byte("credit b 10"), []byte("commit")}
+	first, err := l.AppendBatch(context.Background(), batch)
+	if err != nil {
+		log.Fatal(err)
+	}
+	s := l.Stats()
+	fmt.Println("first LSN", first, "next LSN", l.AppendedLSN(), "synced to", l.SyncedLSN())
+	fmt.Println("records", s.AppendRequests, "commits", s.Commits, "groups", s.Group.Groups)
+	// Output:
+	// first LSN 0 next LSN 112 synced to 112
+	// records 3 commits 1 groups 1
+}
+
+// WaitDurable forces a sync for one record under a policy that does not
+// sync commits (the analogue of Redis WAITAOF).
+func ExampleLog_WaitDurable() {
+	l, err := wal.Open("/log", wal.Options{FS: vfs.NewMem(), SegmentSize: 1 << 20, Policy: policy.SyncNever()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	lsn, err := l.Append([]byte("transfer 42"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("after Append: durable?", l.SyncedLSN() > lsn)
+	if err := l.WaitDurable(context.Background(), lsn); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("after WaitDurable: durable?", l.SyncedLSN() > lsn)
+	err = l.WaitDurable(context.Background(), l.AppendedLSN())
+	fmt.Println(errors.Is(err, wal.ErrNotFound))
+	// Output:
+	// after Append: durable? false
+	// after WaitDurable: durable? true
+	// true
+}
+
+// RemoveBefore drops the segments whose records all lie below a checkpoint;
+// the segment holding the checkpoint stays, and so does the active one.
+func ExampleLog_RemoveBefore() {
+	mem := vfs.NewMem()
+	l, err := wal.Open("/log", wal.Options{FS: mem, SegmentSize: wal.MinSegmentSize, Policy: policy.SyncNever()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	var lsns []wal.LSN
+	for range 12 { // three 1000-byte records fit in a 4 KiB segment
+		lsn, err := l.Append(make([]byte, 1000))
+		if err != nil {
+			log.Fatal(err)
+		}
+		lsns = append(lsns, lsn)
+	}
+	segments := func() []string {
+		names, err := mem.List("/log")
+		if err != nil {
+			log.Fatal(err)
+		}
+		var segs []string // not LOCK, nor a segment being prepared (.wal.tmp)
+		for _, n := range names {
+			if strings.HasSuffix(n, ".wal") {
+				segs = append(segs, n)
+			}
+		}
+		return segs
+	}
+	fmt.Println("segments before:", segments())
+	checkpoint := lsns[10] // records before it are applied elsewhere
+	kept, err := l.RemoveBefore(checkpoint)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("checkpoint", checkpoint, "first kept LSN", kept)
+	fmt.Println("segments after:", segments())
+	_, err = l.NewReader(0)
+	fmt.Println(errors.Is(err, wal.ErrNotFound), err)
+	// Output:
+	// segments before: [00000000000000000000.wal 00000000000000003072.wal 00000000000000006144.wal 00000000000000009216.wal]
+	// checkpoint 10240 first kept LSN 9216
+	// segments after: [00000000000000009216.wal]
+	// true wal: LSN not in the log: LSN 0 is below the oldest kept segment (LSN 9216)
 }
