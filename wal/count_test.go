@@ -9,7 +9,8 @@ package wal_test
 //
 //	Fsyncs = 2                 Open: zero-filled first segment synced, then its header
 //	       + commit syncs      per policy: N (SyncEveryCommit), ⌊N/n⌋ (SyncEveryN(n)), ...
-//	       + 2·Rolls           each roll syncs the finished segment and the new header
+//	       + 3·Rolls           each roll syncs the finished segment, the new header, then
+//	                           the link frame it writes into the finished segment
 //	       + Preparations      each new segment is zero-filled and synced before use:
 //	                           one per roll, plus one if the last segment got past half
 //	                           full (its spare is prepared, then removed by Close)
@@ -39,11 +40,11 @@ const (
 // expectedRolls returns the rolls and segment preparations of n 128-byte
 // frames in segments of segSize bytes (32-byte header).
 func expectedRolls(n int, segSize int64) (rolls, preps int) {
-	perSeg := int((segSize - 32) / countFrame)
+	perSeg := int((segSize - 32 - 24) / countFrame) // header; the end/link frame's room
 	segs := (n + perSeg - 1) / perSeg
 	rolls = segs - 1
 	preps = rolls
-	if last := n - rolls*perSeg; int64(last*countFrame) > (segSize-32)/2 {
+	if last := n - rolls*perSeg; int64(last*countFrame) > (segSize-32-24)/2 {
 		preps++
 	}
 	return rolls, preps
@@ -68,8 +69,8 @@ func TestCountSyncEveryCommit(t *testing.T) {
 			st := l.Stats()
 			rolls, preps := expectedRolls(n, segSize)
 			require.Equal(t, uint64(rolls), st.Rolls)
-			want := uint64(2 + n + 2*rolls + preps + 1)
-			require.Equal(t, want, st.Fsyncs, "2 (Open) + %d commits + 2·%d rolls + %d preparations + 1 (end frame)", n, rolls, preps)
+			want := uint64(2 + n + 3*rolls + preps + 1)
+			require.Equal(t, want, st.Fsyncs, "2 (Open) + %d commits + 3·%d rolls + %d preparations + 1 (end frame)", n, rolls, preps)
 			require.Equal(t, mem.SyncCount(), int64(st.Fsyncs), "Fsyncs == the MemFS's own count of syncs")
 			require.Equal(t, uint64(1+rolls), st.DirSyncs)
 			require.Equal(t, mem.SyncDirCount(), int64(st.DirSyncs))
@@ -103,7 +104,7 @@ func TestCountSyncEveryN(t *testing.T) {
 	st := l.Stats()
 	require.Equal(t, uint64(countCommits), st.Group.Groups)
 	rolls, preps := expectedRolls(countCommits, segSize)
-	require.Equal(t, uint64(2+countCommits/4+2*rolls+preps+1), st.Fsyncs)
+	require.Equal(t, uint64(2+countCommits/4+3*rolls+preps+1), st.Fsyncs)
 	require.Equal(t, mem.SyncCount(), int64(st.Fsyncs))
 }
 
@@ -176,7 +177,7 @@ func TestCountMatchesOSSyscalls(t *testing.T) {
 	st := l.Stats()
 	rolls, preps := expectedRolls(n, segSize)
 	require.Equal(t, uint64(rolls), st.Rolls)
-	require.Equal(t, uint64(2+n+2*rolls+preps+1), st.Fsyncs)
+	require.Equal(t, uint64(2+n+3*rolls+preps+1), st.Fsyncs)
 	require.Equal(t, c.Count(vfs.OpSync), int64(st.Fsyncs), "Fsyncs == fdatasync calls")
 	require.Equal(t, c.Count(vfs.OpSyncDir), int64(st.DirSyncs), "DirSyncs == directory fsync calls")
 	t.Logf("real disk: %d commits, %d fdatasync, %d dir fsync, fsync max %v", st.Commits, st.Fsyncs, st.DirSyncs, st.FsyncMaxDuration)

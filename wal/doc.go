@@ -52,7 +52,12 @@
 // file in the log directory ("<from>-<end>.torn", listed in
 // [RecoveryInfo].Quarantined at this and every later Open), then zeroed and
 // synced before any new append. A bad frame in any other segment always
-// fails Open.
+// fails Open, and so does a missing segment: a roll writes a link frame
+// (like the end frame, with flags 2) into the finished segment once its
+// successor is durable, so a missing last segment is noticed, and the file
+// "first-lsn" records where the log starts (written when the log is created
+// and by RemoveBefore before it removes anything), so a missing oldest
+// segment is too. Open finishes a RemoveBefore a crash interrupted.
 //
 // What each ending leaves verifiable:
 //

@@ -7,6 +7,7 @@ import (
 
 	"github.com/durawal/durawal/groupcommit"
 	"github.com/durawal/durawal/policy"
+	"github.com/durawal/durawal/wal/vfs"
 )
 
 // flush is the groupcommit.FlushFunc: the leader of a group takes every frame
@@ -110,6 +111,40 @@ func (l *Log) writeAt(p []byte, lsn LSN) error {
 // log block); under O_DIRECT it is the direct-I/O alignment.
 const blockCountSize = 512
 
+// writeLink writes into the finished segment old, at next (its successor's
+// first LSN, now durable), a link frame, and makes it durable: from then on
+// Open knows the log continues past old, and a missing successor is damage,
+// not the end of the log. Written through a buffered handle (under O_DIRECT
+// the direct handle's partial block now belongs to the new segment), with
+// O_DSYNC under a write-through method so no fsync is added there. A
+// version-1 segment gets none.
+func (l *Log) writeLink(old *segment, next LSN) error {
+	if old.version < 2 {
+		return nil
+	}
+	m := vfs.Fdatasync
+	if l.method.WriteThrough() {
+		m = vfs.ODsync
+	}
+	f, err := l.fs.OpenReadWrite(old.path, m)
+	if err != nil {
+		return err
+	}
+	b := make([]byte, endFrameSize) // the FS may scramble what it is given
+	encodeEndFrame(b, next, flagLink)
+	if _, err := f.WriteAt(b, old.offset(next)); err != nil {
+		f.Close()
+		return err
+	}
+	if !l.method.WriteThrough() {
+		if err := l.syncFile(f); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
 // rollTo finishes the segment receiving writes (synced before the next one
 // is used, as PostgreSQL's XLogWrite does) and installs next.
 func (l *Log) rollTo(next *segment) error {
@@ -127,6 +162,9 @@ func (l *Log) rollTo(next *segment) error {
 	}
 	if err := l.installSegment(next); err != nil {
 		return fmt.Errorf("installing segment %s: %w", segmentName(next.first), err)
+	}
+	if err := l.writeLink(old, next.first); err != nil {
+		return fmt.Errorf("linking %s to %s: %w", old.path, segmentName(next.first), err)
 	}
 	l.writeSeg = next
 	l.segsMu.Lock()

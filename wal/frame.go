@@ -18,10 +18,14 @@ import (
 // payload, and a watermark equal to its own LSN: Close writes one after its
 // final sync, so it vouches for every byte before it, and any damage there
 // is reported instead of being taken for a torn tail. Readers skip it.
+// A link frame is the same with flags flagLink: a roll writes one into the
+// finished segment, at the first LSN of its successor, once the successor
+// is durable, so Open can tell a missing last segment from a log that ends.
 const (
 	frameHeaderSize = 24
 	frameAlign      = 8
-	flagEnd         = 1
+	flagEnd         = 1 // end frame: a clean Close
+	flagLink        = 2 // link frame: the log continues in the segment named by this LSN
 	endFrameSize    = frameHeaderSize
 )
 
@@ -42,12 +46,12 @@ func encodeFrame(dst []byte, lsn LSN, watermark LSN, rec []byte) {
 	binary.LittleEndian.PutUint64(dst[0:8], frameChecksum(lsn, dst[8:frameHeaderSize+n]))
 }
 
-// encodeEndFrame writes the end frame at lsn into dst (endFrameSize bytes):
-// its watermark is lsn itself, since everything before it was synced when
-// it was written.
-func encodeEndFrame(dst []byte, lsn LSN) {
+// encodeEndFrame writes the end or link frame (flags flagEnd or flagLink)
+// at lsn into dst (endFrameSize bytes): its watermark is lsn itself, since
+// everything before it was synced when it was written.
+func encodeEndFrame(dst []byte, lsn LSN, flags uint32) {
 	binary.LittleEndian.PutUint32(dst[8:12], 0)
-	binary.LittleEndian.PutUint32(dst[12:16], flagEnd)
+	binary.LittleEndian.PutUint32(dst[12:16], flags)
 	binary.LittleEndian.PutUint64(dst[16:24], uint64(lsn))
 	binary.LittleEndian.PutUint64(dst[0:8], frameChecksum(lsn, dst[8:frameHeaderSize]))
 }
@@ -86,7 +90,7 @@ func decodeFrame(b []byte, lsn LSN, maxRecord int) (payload []byte, watermark LS
 			return nil, 0, 0, frameZero
 		}
 		// An end frame: no payload (nil), watermark == its own LSN.
-		if flags == flagEnd && watermark == lsn && frameChecksum(lsn, b[8:frameHeaderSize]) == sum {
+		if (flags == flagEnd || flags == flagLink) && watermark == lsn && frameChecksum(lsn, b[8:frameHeaderSize]) == sum {
 			return nil, watermark, endFrameSize, frameValid
 		}
 		return nil, 0, 0, frameBad
@@ -104,3 +108,7 @@ func decodeFrame(b []byte, lsn LSN, maxRecord int) (payload []byte, watermark LS
 	}
 	return b[frameHeaderSize:end], watermark, size, frameValid
 }
+
+// frameFlags returns the flags of the frame header at the start of b, which
+// decodeFrame has validated.
+func frameFlags(b []byte) uint32 { return binary.LittleEndian.Uint32(b[12:16]) }

@@ -199,6 +199,17 @@ func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 	}
 	l.segsMu.Lock()
 	defer l.segsMu.Unlock()
+	// Record the new start first, so a missing oldest segment is damage
+	// and a crash between the removals is finished by the next Open.
+	k := 0
+	for k+1 < len(l.segFirsts) && l.segFirsts[k+1] <= lsn {
+		k++
+	}
+	if k > 0 {
+		if err := l.writeFirstLSN(l.segFirsts[k]); err != nil {
+			return l.segFirsts[0], fmt.Errorf("wal: recording the new first LSN %d: %w", l.segFirsts[k], err)
+		}
+	}
 	for len(l.segFirsts) > 1 && l.segFirsts[1] <= lsn {
 		name := segmentName(l.segFirsts[0])
 		if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/durawal/durawal/wal/vfs"
 )
 
@@ -91,14 +92,15 @@ func (l *Log) recover() error {
 		}
 		switch {
 		case name == lockName:
+		case name == firstLSNName:
 		case strings.HasSuffix(name, tmpSuffix):
 			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
 				return fmt.Errorf("wal: open: removing leftover %s: %w", name, err)
 			}
 			l.info.RemovedTemp++
 		default:
-			return fmt.Errorf("%w: %s in %s (only segments %s, quarantined tails %s and %s belong there)",
-				ErrForeignFile, name, l.dir, segmentName(0), quarantineName(0, 0, 0), lockName)
+			return fmt.Errorf("%w: %s in %s (only segments %s, quarantined tails %s, %s and %s belong there)",
+				ErrForeignFile, name, l.dir, segmentName(0), quarantineName(0, 0, 0), firstLSNName, lockName)
 		}
 	}
 	if l.info.RemovedTemp > 0 {
@@ -106,8 +108,16 @@ func (l *Log) recover() error {
 			return fmt.Errorf("wal: open: %w", err)
 		}
 	}
+	if len(firsts) > 0 {
+		if firsts, err = l.checkFirst(firsts); err != nil {
+			return err
+		}
+	}
 	l.info.Segments = len(firsts)
 	if len(firsts) == 0 {
+		if err := l.writeFirstLSN(0); err != nil {
+			return fmt.Errorf("wal: open: %w", err)
+		}
 		s, err := l.prepareSegment()
 		if err != nil {
 			return fmt.Errorf("wal: open: creating the first segment: %w", noSpace(err))
@@ -198,6 +208,80 @@ func (l *Log) recover() error {
 	return nil
 }
 
+// firstLSNName is the file recording where the log starts: written when a
+// log is created and by RemoveBefore before it removes anything, so a
+// missing oldest segment is damage, not a checkpoint.
+const firstLSNName = "first-lsn"
+
+// writeFirstLSN makes first the recorded start of the log: written under a
+// temporary name, synced, renamed over the old record and the directory
+// synced.
+func (l *Log) writeFirstLSN(first LSN) error {
+	tmp := filepath.Join(l.dir, firstLSNName+tmpSuffix)
+	l.fs.Remove(tmp) // a leftover of a crash
+	f, err := l.fs.Create(tmp, vfs.Fdatasync)
+	if err != nil {
+		return err
+	}
+	b := make([]byte, 16)
+	binary.LittleEndian.PutUint64(b[0:8], uint64(first))
+	binary.LittleEndian.PutUint64(b[8:16], xxhash.Sum64(b[0:8]))
+	if _, err := f.WriteAt(b, 0); err != nil {
+		f.Close()
+		return err
+	}
+	if err := l.syncFile(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := l.fs.Rename(tmp, filepath.Join(l.dir, firstLSNName)); err != nil {
+		return err
+	}
+	return l.syncDir()
+}
+
+// checkFirst compares the segments found with the recorded start of the
+// log. Segments below it are what an interrupted RemoveBefore left: Open
+// finishes removing them. A first segment above it is missing: damage. A
+// log without the record (written by an older build) is not checked.
+func (l *Log) checkFirst(firsts []LSN) ([]LSN, error) {
+	f, err := l.fs.Open(filepath.Join(l.dir, firstLSNName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return firsts, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("wal: open: %w", err)
+	}
+	b := make([]byte, 16)
+	n, rerr := f.ReadAt(b, 0)
+	f.Close()
+	if n < len(b) || xxhash.Sum64(b[0:8]) != binary.LittleEndian.Uint64(b[8:16]) {
+		return nil, &CorruptionError{Segment: firstLSNName, Offset: int64(n),
+			Reason: fmt.Sprintf("the record of the log's first LSN is damaged (%d bytes read, %v)", n, rerr)}
+	}
+	first := LSN(binary.LittleEndian.Uint64(b[0:8]))
+	removed := false
+	for len(firsts) > 1 && firsts[0] < first && firsts[1] <= first {
+		if err := l.fs.Remove(filepath.Join(l.dir, segmentName(firsts[0]))); err != nil {
+			return nil, fmt.Errorf("wal: open: finishing an interrupted RemoveBefore: %w", err)
+		}
+		firsts, removed = firsts[1:], true
+	}
+	if removed {
+		if err := l.syncDir(); err != nil {
+			return nil, fmt.Errorf("wal: open: %w", err)
+		}
+	}
+	if firsts[0] > first {
+		return nil, &CorruptionError{Segment: segmentName(first), Offset: 0,
+			Reason: fmt.Sprintf("missing: the log starts at LSN %d (recorded in %s), but the oldest segment present starts at LSN %d", first, firstLSNName, firsts[0])}
+	}
+	return firsts, nil
+}
+
 // readSegment reads the whole file at path into buf (grown as needed).
 func (l *Log) readSegment(path string, buf []byte) ([]byte, error) {
 	f, err := l.fs.Open(path)
@@ -226,6 +310,10 @@ func (l *Log) readSegment(path string, buf []byte) ([]byte, error) {
 func (l *Log) checkSealed(buf []byte, name string, first, next LSN) error {
 	s := segment{first: first, size: int64(len(buf))}
 	if next < first || int64(next-first) > s.capacity() {
+		if at, ok := linkIn(buf, &s); ok { // the roll's link names the successor
+			return &CorruptionError{Segment: segmentName(at), Offset: 0,
+				Reason: fmt.Sprintf("missing: %s continues at LSN %d, but the next segment present starts at LSN %d", name, at, next)}
+		}
 		return &CorruptionError{Segment: name, Offset: int64(len(buf)),
 			Reason: fmt.Sprintf("the next segment starts at LSN %d, beyond this segment's end (LSN %d): a segment is missing", next, first+LSN(s.capacity()))}
 	}
@@ -239,6 +327,10 @@ func (l *Log) checkSealed(buf []byte, name string, first, next LSN) error {
 			return &CorruptionError{Segment: name, Offset: off,
 				Reason: fmt.Sprintf("%s at LSN %d in a completed segment (the log continues at LSN %d)", st, lsn, next)}
 		}
+		if size == endFrameSize && frameFlags(buf[off:]) != 0 { // an end or link frame before next
+			return &CorruptionError{Segment: segmentName(lsn), Offset: 0,
+				Reason: fmt.Sprintf("missing: %s continues at LSN %d, but the next segment present starts at LSN %d", name, lsn, next)}
+		}
 		if lsn+LSN(size) > next {
 			return &CorruptionError{Segment: name, Offset: off,
 				Reason: fmt.Sprintf("frame at LSN %d ends past the next segment's first LSN %d", lsn, next)}
@@ -246,6 +338,22 @@ func (l *Log) checkSealed(buf []byte, name string, first, next LSN) error {
 		lsn += LSN(size)
 	}
 	return nil
+}
+
+// linkIn follows the valid frames of segment s (its bytes buf) and returns
+// the LSN of the link frame that ends them, if one does.
+func linkIn(buf []byte, s *segment) (LSN, bool) {
+	for lsn := s.first; ; {
+		off := s.offset(lsn)
+		rec, _, size, st := decodeFrame(buf[off:], lsn, int(maxRecordFor(int64(len(buf)))))
+		if st != frameValid || off+size > int64(len(buf)) {
+			return 0, false
+		}
+		if rec == nil {
+			return lsn, frameFlags(buf[off:]) == flagLink
+		}
+		lsn += LSN(size)
+	}
 }
 
 // recoverTail scans the last segment and returns where its valid frames end.
@@ -263,6 +371,7 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (x, proven LSN, er
 	lsn := first
 	proven = first
 	l.info.Clean = false
+	link := false
 	var st frameStatus
 	for {
 		off := s.offset(lsn)
@@ -279,6 +388,17 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (x, proven LSN, er
 		proven = max(proven, min(wm, lsn))
 		lsn += LSN(size)
 		l.info.Clean = rec == nil // the end frame of a clean Close, if nothing follows
+		link = rec == nil && frameFlags(buf[off:]) == flagLink
+	}
+	if link {
+		// A roll wrote this link after its successor was durable: the
+		// log continues in a segment that is not there.
+		at := lsn - endFrameSize
+		if lastNonZeroFrom(buf, s.offset(lsn)) < 0 {
+			return 0, 0, &CorruptionError{Segment: segmentName(at), Offset: 0,
+				Reason: fmt.Sprintf("missing: %s, the last segment present, continues at LSN %d in it", name, at)}
+		}
+		l.info.Clean, lsn = false, at // bytes follow it: a torn tail from the link on
 	}
 	if l.info.Clean {
 		// The log ends with a clean Close's end frame and nothing after

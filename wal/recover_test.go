@@ -500,13 +500,24 @@ func TestMissingSegment(t *testing.T) {
 		img := w.mem.ProcessCrash()
 		require.NoError(t, img.Remove(filepath.Join(logDir, segs[i])))
 		ce := corruptOpen(t, img, opts)
-		assert.Equal(t, segs[i-1], ce.Segment, "removed %s", segs[i])
+		assert.Equal(t, segs[i], ce.Segment, "the error names the missing segment %s: %v", segs[i], ce)
 	}
-	// Missing oldest segments are a checkpoint, not damage.
+	// A missing oldest segment is damage too (issue 11.3): the log records
+	// where it starts when created and before RemoveBefore removes anything.
 	img := w.mem.ProcessCrash()
 	require.NoError(t, img.Remove(filepath.Join(logDir, segs[0])))
+	ce := corruptOpen(t, img, opts)
+	assert.Equal(t, segs[0], ce.Segment, "the error names the missing first segment: %v", ce)
+
+	// Segments removed by RemoveBefore are a checkpoint, not damage.
+	img = w.mem.ProcessCrash()
+	l := openLog(t, img, opts)
+	first, err := l.RemoveBefore(segFirst(t, segs[2]))
+	require.NoError(t, err)
+	require.Equal(t, segFirst(t, segs[2]), first)
+	require.NoError(t, l.Close())
 	_, got, info := replay(t, img, opts)
-	assert.Equal(t, segFirst(t, segs[1]), info.FirstLSN)
+	assert.Equal(t, segFirst(t, segs[2]), info.FirstLSN)
 	assert.NotEmpty(t, got)
 	assert.Equal(t, w.recs[len(w.recs)-len(got):], got)
 }
@@ -600,4 +611,36 @@ func FuzzRecover(f *testing.F) {
 		_, recs3, _ := replay(t, mem, opts)
 		require.Equal(t, append(recs, []byte("next")), recs3)
 	})
+}
+
+// TestMissingSegmentIsCorrupt (issue 11.3): a roll links the finished
+// segment to its successor once the successor is durable, so a log whose
+// last segment (or one in the middle) disappeared fails Open naming the
+// missing segment, instead of silently ending early and reusing the LSNs of
+// fsynced records.
+func TestMissingSegmentIsCorrupt(t *testing.T) {
+	for _, which := range []string{"last", "middle"} {
+		t.Run(which, func(t *testing.T) {
+			var sizes []int
+			for range 200 {
+				sizes = append(sizes, 90)
+			}
+			w := writeLog(t, wal.Options{SegmentSize: 4 << 10}, sizes)
+			segs := segments(t, w.mem)
+			require.GreaterOrEqual(t, len(segs), 4)
+			gone := segs[len(segs)-1]
+			if which == "middle" {
+				gone = segs[len(segs)/2]
+			}
+			require.NoError(t, w.mem.Remove(filepath.Join(logDir, gone)))
+			opts := w.opts
+			opts.FS = w.mem
+			_, err := wal.Open(logDir, opts)
+			var ce *wal.CorruptionError
+			require.ErrorAs(t, err, &ce)
+			require.ErrorIs(t, err, wal.ErrCorrupt)
+			require.Equal(t, gone, ce.Segment, "the error names the missing segment: %v", err)
+			require.Contains(t, err.Error(), "missing")
+		})
+	}
 }

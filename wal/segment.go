@@ -100,11 +100,18 @@ func (s *segment) capacity() int64 { return s.size - segmentHeaderSize }
 // room returns how many frame bytes new appends may fill: the capacity,
 // less an unaligned end that direct I/O cannot write (a segment created
 // with another SegmentSize and reopened with O_DIRECT).
+//
+// From format version 2 the last endFrameSize bytes are kept for the end or
+// link frame, so a clean Close and a roll can always write theirs.
 func (s *segment) room() int64 {
+	r := s.capacity()
 	if s.limit > 0 {
-		return s.limit - segmentHeaderSize
+		r = s.limit - segmentHeaderSize
 	}
-	return s.capacity()
+	if s.version >= 2 {
+		r -= endFrameSize
+	}
+	return r
 }
 
 // offset returns the file offset of lsn within s.

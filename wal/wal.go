@@ -550,7 +550,7 @@ func (l *Log) writeEnd() error {
 		return nil
 	}
 	var b [endFrameSize]byte
-	encodeEndFrame(b[:], l.next)
+	encodeEndFrame(b[:], l.next, flagEnd)
 	if err := l.writeAt(b[:], l.next); err != nil {
 		return fmt.Errorf("wal: close: writing the end frame: %w", err)
 	}
