@@ -2,6 +2,7 @@ package wal
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -69,6 +70,9 @@ func (l *Log) recover() error {
 		l.writeSeg, l.appendSeg, l.segFirsts = s, s, []LSN{0}
 		return nil
 	}
+	if err := l.checkSegmentHeaders(firsts); err != nil {
+		return err
+	}
 	var buf []byte
 	for i, first := range firsts {
 		last := i == len(firsts)-1
@@ -78,8 +82,8 @@ func (l *Log) recover() error {
 		if err != nil {
 			return err
 		}
-		if reason := checkSegmentHeader(buf, first); reason != "" {
-			return &CorruptionError{Segment: name, Offset: 0, Reason: reason}
+		if err := checkSegmentHeader(buf, name, first); err != nil {
+			return err
 		}
 		if !last {
 			if err := l.checkSealed(buf, name, first, firsts[i+1]); err != nil {
@@ -147,7 +151,10 @@ func (l *Log) readSegment(path string, buf []byte) ([]byte, error) {
 	}
 	buf = buf[:size]
 	if n, err := f.ReadAt(buf, 0); int64(n) < size {
-		return buf, fmt.Errorf("wal: open: reading %s: %w", path, err)
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return buf, fmt.Errorf("wal: open: reading %s: read %d of %d bytes: %w", path, n, size, err)
 	}
 	return buf, nil
 }
