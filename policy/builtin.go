@@ -33,7 +33,9 @@ func SyncInterval(d time.Duration) Policy { return Policy{kind: KindSyncInterval
 // the write, a background sync starts every d unless one is still running,
 // and while a background sync runs the write itself is postponed (the commit
 // returns from the log buffer) for up to maxPostpone; after that the write is
-// forced and counted as a delayed write (Redis aof_delayed_fsync).
+// forced, by the next commit or by the background flusher if none comes,
+// without waiting for the running sync, and counted as a delayed write
+// (Redis aof_delayed_fsync).
 //
 // Loses on process crash: commits acknowledged during a postponement, at most
 // maxPostpone + one tick. On power loss: about d + 2 fsync durations. Mirrors

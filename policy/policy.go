@@ -270,10 +270,13 @@ func (p Policy) OnTick(s State) Action {
 		// timed from the start of the previous one.
 		return Action{Sync: due && s.WrittenLSN > s.SyncedLSN}
 	case KindSyncIntervalPostponed:
-		// Write postponed bytes once no sync runs; start a sync once a
-		// second unless one still runs.
+		// Write postponed bytes once no sync runs, or once they have been
+		// postponed maxPostpone (Redis serverCron retries the postponed
+		// write and forces it after 2 s whether or not commands arrive;
+		// the write does not wait for the running sync). Start a sync
+		// once a second unless one still runs.
 		return Action{
-			Write: unwritten && !s.SyncInProgress,
+			Write: unwritten && (!s.SyncInProgress || s.PostponedFor >= p.maxPostpone),
 			Sync:  due && unsynced && !s.SyncInProgress,
 		}
 	case KindBufferedInterval:

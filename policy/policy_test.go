@@ -98,6 +98,7 @@ func TestOnTick(t *testing.T) {
 		return policy.State{AppendedLSN: a, WrittenLSN: w, SyncedLSN: s, SinceSyncStart: since}
 	}
 	running := func(s policy.State) policy.State { s.SyncInProgress = true; return s }
+	postponed := func(s policy.State, d time.Duration) policy.State { s.PostponedFor = d; return s }
 	none := policy.Action{}
 	write := policy.Action{Write: true}
 	sync := policy.Action{Sync: true}
@@ -116,6 +117,7 @@ func TestOnTick(t *testing.T) {
 		{"postponed: due, sync running", policy.SyncIntervalPostponed(s1, 2*s1), running(st(100, 100, 50, s1)), none},
 		{"postponed: postponed bytes, sync done", policy.SyncIntervalPostponed(s1, 2*s1), st(100, 50, 50, 10*ms), write},
 		{"postponed: postponed bytes, sync running", policy.SyncIntervalPostponed(s1, 2*s1), running(st(100, 50, 50, 10*ms)), none},
+		{"postponed: postponed to the limit, sync running", policy.SyncIntervalPostponed(s1, 2*s1), postponed(running(st(100, 50, 50, 10*ms)), 2*s1), write},
 		{"postponed: idle", policy.SyncIntervalPostponed(s1, 2*s1), st(100, 100, 100, 5*s1), none},
 		{"buffered: unwritten, not due", policy.BufferedInterval(s1, 100*ms), st(100, 50, 50, 500*ms), write},
 		{"buffered: unwritten, due", policy.BufferedInterval(s1, 100*ms), st(100, 50, 50, s1), both},

@@ -92,7 +92,7 @@
 //
 //	offset  size  field
 //	0       8     magic "durawal\x00"
-//	8       4     version (2; version 1, without end frames, is still read)
+//	8       4     version (2; 1, without end and link frames, is still read; Open fails with ErrUnsupportedVersion for another)
 //	12      4     file size in bytes / 8, as created (a segment is never resized)
 //	16      8     first LSN
 //	24      8     xxhash64 of bytes 0..23
@@ -117,6 +117,8 @@
 //
 // Errors match the sentinels in errors.go with errors.Is: [ErrClosed],
 // [ErrEmptyRecord], [ErrRecordTooLarge], [ErrCorrupt] (a *CorruptionError),
+// [ErrUnsupportedVersion] for a segment of another format version (not
+// damage: it does not match ErrCorrupt),
 // [ErrPoisoned] after a failed write or sync (the log fails closed and never
 // retries a sync), [ErrDurabilityUnknown] for the commits of the failed
 // group, [ErrNoSpace] when no new segment can be created (not poisoned),

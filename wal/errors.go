@@ -49,6 +49,11 @@ var (
 	// Options.AllowSyncMethodFallback is not set. The error names the
 	// method and the path, and wraps the filesystem's error.
 	ErrSyncMethodUnsupported = errors.New("wal: sync method not supported by the filesystem")
+	// ErrUnsupportedVersion is returned by Open for a segment written in a
+	// format version this build does not read (a newer durawal wrote it).
+	// It is not damage: it does not match ErrCorrupt. The error names the
+	// segment, its version and the version this build reads.
+	ErrUnsupportedVersion = errors.New("wal: unsupported segment format version")
 	// ErrNotFound is returned by NewReader for an LSN below the first
 	// segment kept (removed by RemoveBefore) or above the appended LSN.
 	ErrNotFound = errors.New("wal: LSN not in the log")
@@ -80,9 +85,9 @@ type CorruptionError struct {
 	Reason  string // what failed, e.g. "checksum mismatch"
 }
 
-// Error returns "wal: corrupt frame in SEGMENT at offset N: REASON".
+// Error returns "wal: corrupt segment SEGMENT at offset N: REASON".
 func (e *CorruptionError) Error() string {
-	return fmt.Sprintf("wal: corrupt frame in %s at offset %d: %s", e.Segment, e.Offset, e.Reason)
+	return fmt.Sprintf("wal: corrupt segment %s at offset %d: %s", e.Segment, e.Offset, e.Reason)
 }
 
 // Unwrap returns ErrCorrupt.

@@ -245,7 +245,8 @@ func (l *Log) stateLocked(now time.Time) policy.State {
 
 // runFlusher is the background flusher of interval and async policies: it
 // wakes every policy tick, or when the next sync is due (timed from the
-// start of the previous sync on the monotonic clock), and does what the
+// start of the previous sync on the monotonic clock) or a postponed write
+// reaches the policy's maximum postponement, and does what the
 // policy's OnTick says. It stops when Close closes l.stop, or when the log
 // is poisoned.
 func (l *Log) runFlusher() {
@@ -275,45 +276,70 @@ func (l *Log) flusherRound(ctx context.Context) bool {
 	if l.poisonErr.Load() != nil {
 		return false
 	}
-	for range 2 { // a second pass writes what a sync postponed (Redis everysec)
-		l.mu.Lock()
-		a := l.pol.OnTick(l.stateLocked(time.Now()))
-		target := l.next
-		l.mu.Unlock()
-		if !a.Write && !a.Sync {
-			return true
-		}
-		if a.Write {
-			if err := l.q.Wait(ctx, uint64(target), groupcommit.Written); err != nil {
-				return false
-			}
-		}
-		if a.Sync {
-			if l.pol.WriteDelay() > 0 {
-				// Buffered and async policies: the sync runs beside the
-				// writes (InnoDB's log_writer and log_flusher are separate
-				// threads), so the next write tick never waits a sync.
-				if l.syncInProgress.CompareAndSwap(false, true) {
-					l.wg.Add(1)
-					go func() {
-						defer l.wg.Done()
-						l.runBackgroundSync()
-					}()
-				}
-			} else if l.syncInProgress.CompareAndSwap(false, true) {
-				if err := l.runBackgroundSync(); err != nil {
-					return false
-				}
-			}
+	l.mu.Lock()
+	now := time.Now()
+	st := l.stateLocked(now)
+	a := l.pol.OnTick(st)
+	target := l.next
+	if a.Write && st.SyncInProgress && st.PostponedFor > 0 && !l.delayedSeen {
+		// Redis everysec: the postponement reached its limit and no commit
+		// came to force the write; the flusher writes it without waiting for
+		// the running sync (aof_delayed_fsync).
+		l.delayedSeen = true
+		l.stats.delayedWrites.Add(1)
+	}
+	l.mu.Unlock()
+	if a.Write {
+		if err := l.q.Wait(ctx, uint64(target), groupcommit.Written); err != nil {
+			return false
 		}
 	}
+	if !a.Sync || !l.syncInProgress.CompareAndSwap(false, true) {
+		return true
+	}
+	postponing := l.pol.Kind() == policy.KindSyncIntervalPostponed
+	if l.pol.WriteDelay() == 0 && !postponing {
+		return l.runBackgroundSync() == nil
+	}
+	// Buffered and async policies: the sync runs beside the writes
+	// (InnoDB's log_writer and log_flusher are separate threads), so the
+	// next write tick never waits a sync. Redis everysec: the sync runs in
+	// the background (the bio thread) so that the flusher can force a write
+	// postponed to its limit while the sync still runs; when the sync ends,
+	// what it postponed is written at once.
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		if l.runBackgroundSync() == nil && postponing {
+			l.writePostponed(ctx)
+		}
+	}()
 	return true
+}
+
+// writePostponed writes what a finished background sync postponed, as the
+// policy says (Redis everysec).
+func (l *Log) writePostponed(ctx context.Context) {
+	l.mu.Lock()
+	a := l.pol.OnTick(l.stateLocked(time.Now()))
+	target := l.next
+	l.mu.Unlock()
+	if a.Write {
+		l.q.Wait(ctx, uint64(target), groupcommit.Written) // a failure poisons the log; the flusher stops on it
+	}
 }
 
 // nextWake returns how long the flusher sleeps: one tick, or less when a
 // sync falls due sooner (so 1 s means 1 s, not 1 s rounded to ticks).
 func (l *Log) nextWake(tick time.Duration) time.Duration {
 	d := tick
+	if mp := l.pol.MaxPostpone(); mp > 0 {
+		l.mu.Lock()
+		if !l.postponeStart.IsZero() {
+			d = min(d, mp-time.Since(l.postponeStart)) // a postponed write falls due
+		}
+		l.mu.Unlock()
+	}
 	if iv := l.pol.Interval(); iv > 0 && l.appended.Load() > l.synced.Load() {
 		since := time.Duration(int64(time.Since(l.opened)) - l.lastSyncStart.Load())
 		if until := iv - since; until < d {

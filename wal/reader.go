@@ -165,7 +165,10 @@ func (r *Reader) frameAt(lsn, end LSN) ([]byte, int64, error) {
 		r.win = r.win[:n]
 		got, err := r.f.ReadAt(r.win, segmentHeaderSize+int64(lsn-r.first))
 		if int64(got) < n {
-			return nil, 0, fmt.Errorf("wal: reader: reading %s: %w", r.name, err)
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, 0, fmt.Errorf("wal: reader: reading %s: read %d of %d bytes: %w", r.name, got, n, err)
 		}
 		r.wlsn = lsn
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -129,6 +130,9 @@ func (l *Log) recover() error {
 		l.writeSeg, l.appendSeg, l.segFirsts = s, s, []LSN{0}
 		return nil
 	}
+	if err := l.checkSegmentHeaders(firsts); err != nil {
+		return err
+	}
 	var buf []byte
 	for i, first := range firsts {
 		last := i == len(firsts)-1
@@ -138,8 +142,8 @@ func (l *Log) recover() error {
 		if err != nil {
 			return err
 		}
-		if reason := checkSegmentHeader(buf, first); reason != "" {
-			return &CorruptionError{Segment: name, Offset: 0, Reason: reason}
+		if err := checkSegmentHeader(buf, name, first); err != nil {
+			return err
 		}
 		if !last {
 			if err := l.checkSealed(buf, name, first, firsts[i+1]); err != nil {
@@ -298,7 +302,10 @@ func (l *Log) readSegment(path string, buf []byte) ([]byte, error) {
 	}
 	buf = buf[:size]
 	if n, err := f.ReadAt(buf, 0); int64(n) < size {
-		return buf, fmt.Errorf("wal: open: reading %s: %w", path, err)
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return buf, fmt.Errorf("wal: open: reading %s: read %d of %d bytes: %w", path, n, size, err)
 	}
 	return buf, nil
 }

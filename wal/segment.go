@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -59,29 +60,102 @@ func encodeSegmentHeader(first LSN, size int64) []byte {
 	return b
 }
 
-// checkSegmentHeader validates the segment b (the whole file) and returns
-// why its header is bad, or "" if it is good for a segment starting at
-// first. Segments are created at full size and never resized, so a file
-// whose size differs from the one its header records was truncated or
-// extended after the fact: damage, not a crash.
-func checkSegmentHeader(b []byte, first LSN) string {
+// checkSegmentHeader validates the segment b (the whole file, named name)
+// and returns nil if its header is good for a segment starting at first. A
+// bad header is a *CorruptionError naming the segment; a header of another
+// format version is an error matching ErrUnsupportedVersion. Segments are
+// created at full size and never resized, so a file whose size differs from
+// the one its header records was truncated or extended after the fact:
+// damage, not a crash, reported at the offset where its valid frames end
+// (truncated) or where the extension starts.
+func checkSegmentHeader(b []byte, name string, first LSN) error {
+	if err := checkHeader(b, name, first); err != nil {
+		return err
+	}
+	created := int64(binary.LittleEndian.Uint32(b[12:16])) * frameAlign
+	if created != 0 && created != int64(len(b)) { // 0: written before sizes were recorded
+		off := created
+		if int64(len(b)) < created {
+			off = validEnd(b, first)
+		}
+		return &CorruptionError{Segment: name, Offset: off,
+			Reason: fmt.Sprintf("segment file is %d bytes but was created with %d: truncated or extended", len(b), created)}
+	}
+	return nil
+}
+
+// checkHeader checks the segment header at the start of b, not the file's
+// size (b may hold only the header).
+func checkHeader(b []byte, name string, first LSN) error {
+	bad := func(off int64, format string, args ...any) error {
+		return &CorruptionError{Segment: name, Offset: off, Reason: fmt.Sprintf(format, args...)}
+	}
 	switch {
 	case len(b) < segmentHeaderSize:
-		return "segment shorter than its header"
+		return bad(0, "segment file is %d bytes, too short to hold a segment header (%d bytes)", len(b), segmentHeaderSize)
 	case [8]byte(b[:8]) != segmentMagic:
-		return "bad segment magic (not a durawal segment)"
+		return bad(0, "bad segment magic (not a durawal segment)")
 	case binary.LittleEndian.Uint64(b[24:32]) != xxhash.Sum64(b[:24]):
-		return "segment header checksum mismatch"
+		return bad(0, "segment header checksum mismatch")
 	case binary.LittleEndian.Uint32(b[8:12]) < minSegmentVersion || binary.LittleEndian.Uint32(b[8:12]) > segmentVersion:
-		return fmt.Sprintf("unsupported segment version %d", binary.LittleEndian.Uint32(b[8:12]))
+		return fmt.Errorf("%w: %s has segment format version %d; this build reads versions %d to %d",
+			ErrUnsupportedVersion, name, binary.LittleEndian.Uint32(b[8:12]), minSegmentVersion, segmentVersion)
 	case LSN(binary.LittleEndian.Uint64(b[16:24])) != first:
-		return fmt.Sprintf("header first LSN %d does not match the name", binary.LittleEndian.Uint64(b[16:24]))
-	case binary.LittleEndian.Uint32(b[12:16]) != 0 && // 0: written before sizes were recorded
-		int64(binary.LittleEndian.Uint32(b[12:16]))*frameAlign != int64(len(b)):
-		return fmt.Sprintf("segment file is %d bytes but was created with %d: truncated or extended",
-			len(b), int64(binary.LittleEndian.Uint32(b[12:16]))*frameAlign)
+		return bad(16, "header first LSN %d does not match the name", binary.LittleEndian.Uint64(b[16:24]))
 	}
-	return ""
+	return nil
+}
+
+// validEnd returns the file offset where the valid frames of the segment b,
+// which starts at first, end.
+func validEnd(b []byte, first LSN) int64 {
+	s := segment{first: first, size: int64(len(b))}
+	for lsn := first; ; {
+		off := s.offset(lsn)
+		if off >= int64(len(b)) {
+			return off
+		}
+		_, _, size, st := decodeFrame(b[off:], lsn, int(maxRecordFor(int64(len(b)))))
+		if st != frameValid || off+size > int64(len(b)) {
+			return off
+		}
+		lsn += LSN(size)
+	}
+}
+
+// checkSegmentHeaders checks the header and size of every segment before
+// any segment's frames are checked against the next one's first LSN, so a
+// bad segment (a stray short file with a segment's name, another format
+// version) is reported as itself, not as damage in the segment before it.
+func (l *Log) checkSegmentHeaders(firsts []LSN) error {
+	var hdr []byte
+	for _, first := range firsts {
+		name := segmentName(first)
+		path := filepath.Join(l.dir, name)
+		f, err := l.fs.Open(path)
+		if err != nil {
+			return fmt.Errorf("wal: open: %w", err)
+		}
+		size, err := f.Size()
+		if err == nil {
+			hdr = make([]byte, min(size, segmentHeaderSize))
+			var n int
+			n, err = f.ReadAt(hdr, 0)
+			if n == len(hdr) {
+				err = nil // io.EOF at the end of a short file
+			} else if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+		}
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("wal: open: reading the header of %s: %w", path, err)
+		}
+		if err := checkHeader(hdr, name, first); err != nil { // the size: when the file is read
+			return err
+		}
+	}
+	return nil
 }
 
 // segment is one file of the log.

@@ -95,7 +95,8 @@ func (b *logBuffer) reset(start LSN) {
 // a multiple of the direct-I/O alignment under O_DIRECT),
 // ErrSyncMethodUnsupported if the filesystem or platform refuses
 // Options.SyncMethod and no fallback was allowed, ErrForeignFile for a file
-// the log did not create, ErrCorrupt, vfs.ErrLocked, ErrNoSpace if the first
+// the log did not create, ErrCorrupt, ErrUnsupportedVersion for a segment
+// of another format version, vfs.ErrLocked, ErrNoSpace if the first
 // segment cannot be created, or the filesystem's error with the path.
 func Open(dir string, opts Options) (*Log, error) {
 	opts = opts.withDefaults()
