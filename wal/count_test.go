@@ -7,7 +7,8 @@ package wal_test
 // The exact formula, from segment.go, recover.go and flush.go, for a fresh
 // log on one goroutine with no failures:
 //
-//	Fsyncs = 2                 Open: zero-filled first segment synced, then its header
+//	Fsyncs = 3                 Open: the first-lsn record, the zero-filled first segment,
+//	                           then its header
 //	       + commit syncs      per policy: N (SyncEveryCommit), ⌊N/n⌋ (SyncEveryN(n)), ...
 //	       + 3·Rolls           each roll syncs the finished segment, the new header, then
 //	                           the link frame it writes into the finished segment
@@ -17,7 +18,8 @@ package wal_test
 //	       + [Close syncs]     1 if anything was unsynced at Close
 //	       + 1                 Close's end frame (format v2), synced after its final sync
 //
-// Directory syncs (DirSyncs) are counted apart: 1 at Open, 1 per roll.
+// Directory syncs (DirSyncs) are counted apart: 2 at Open (first-lsn, first
+// segment), 1 per roll.
 
 import (
 	"fmt"
@@ -69,10 +71,10 @@ func TestCountSyncEveryCommit(t *testing.T) {
 			st := l.Stats()
 			rolls, preps := expectedRolls(n, segSize)
 			require.Equal(t, uint64(rolls), st.Rolls)
-			want := uint64(2 + n + 3*rolls + preps + 1)
-			require.Equal(t, want, st.Fsyncs, "2 (Open) + %d commits + 3·%d rolls + %d preparations + 1 (end frame)", n, rolls, preps)
+			want := uint64(3 + n + 3*rolls + preps + 1)
+			require.Equal(t, want, st.Fsyncs, "3 (Open) + %d commits + 3·%d rolls + %d preparations + 1 (end frame)", n, rolls, preps)
 			require.Equal(t, mem.SyncCount(), int64(st.Fsyncs), "Fsyncs == the MemFS's own count of syncs")
-			require.Equal(t, uint64(1+rolls), st.DirSyncs)
+			require.Equal(t, uint64(2+rolls), st.DirSyncs)
 			require.Equal(t, mem.SyncDirCount(), int64(st.DirSyncs))
 			require.Equal(t, uint64(n), st.Commits)
 			t.Logf("%d commits: %d fsyncs (%.4f per commit), %d rolls", st.Commits, st.Fsyncs, st.FsyncsPerCommit(), st.Rolls)
@@ -104,7 +106,7 @@ func TestCountSyncEveryN(t *testing.T) {
 	st := l.Stats()
 	require.Equal(t, uint64(countCommits), st.Group.Groups)
 	rolls, preps := expectedRolls(countCommits, segSize)
-	require.Equal(t, uint64(2+countCommits/4+3*rolls+preps+1), st.Fsyncs)
+	require.Equal(t, uint64(3+countCommits/4+3*rolls+preps+1), st.Fsyncs)
 	require.Equal(t, mem.SyncCount(), int64(st.Fsyncs))
 }
 
@@ -145,7 +147,7 @@ func TestCountIntervalPolicies(t *testing.T) {
 				idle := l.Stats()
 				require.NoError(t, l.Close())
 				st := l.Stats()
-				got := int(st.Fsyncs) - 3 // Open's 2 and Close's end frame
+				got := int(st.Fsyncs) - 4 // Open's 3 and Close's end frame
 				t.Logf("%s: %d commits in %v: %d fsyncs (%d background), %.5f per commit",
 					tc.pol, commits, n*d, got, st.BackgroundSyncs, float64(got)/float64(commits))
 				require.GreaterOrEqual(t, got, tc.min)
@@ -177,7 +179,7 @@ func TestCountMatchesOSSyscalls(t *testing.T) {
 	st := l.Stats()
 	rolls, preps := expectedRolls(n, segSize)
 	require.Equal(t, uint64(rolls), st.Rolls)
-	require.Equal(t, uint64(2+n+3*rolls+preps+1), st.Fsyncs)
+	require.Equal(t, uint64(3+n+3*rolls+preps+1), st.Fsyncs)
 	require.Equal(t, c.Count(vfs.OpSync), int64(st.Fsyncs), "Fsyncs == fdatasync calls")
 	require.Equal(t, c.Count(vfs.OpSyncDir), int64(st.DirSyncs), "DirSyncs == directory fsync calls")
 	t.Logf("real disk: %d commits, %d fdatasync, %d dir fsync, fsync max %v", st.Commits, st.Fsyncs, st.DirSyncs, st.FsyncMaxDuration)
