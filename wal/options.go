@@ -40,7 +40,9 @@ type Options struct {
 	Policy policy.Policy
 	// GroupCommit tunes the leader/follower queue that lets concurrent
 	// commits share one write and one sync (group delay, MySQL or
-	// PostgreSQL style). Default: no delay, adaptive merge wait on.
+	// PostgreSQL style). Default: no delay, adaptive merge wait on. A Delay
+	// outside 0..[groupcommit.MaxDelay] (1 s, as MySQL caps
+	// binlog_group_commit_sync_delay) makes Open fail with ErrInvalidOptions.
 	GroupCommit groupcommit.Options
 	// SegmentSize is the size in bytes of each segment file; the active
 	// segment is rolled when the next frame does not fit. Segments are

@@ -171,10 +171,12 @@ func (l *Log) Append(rec []byte) (LSN, error) {
 }
 
 // AppendContext is Append with a context and options. If ctx ends while the
-// commit waits, it returns rec's LSN and ctx.Err(): rec is in the log and may
-// still become durable. If ctx ends before rec got an LSN (waiting for
-// log-buffer space or a new segment), the error also matches ErrNotAppended
-// and nothing was appended. Errors: ErrEmptyRecord, ErrRecordTooLarge (nothing
+// commit waits (including during the group delay, Options.GroupCommit.Delay),
+// it returns at once with rec's LSN and ctx.Err(): rec is in the log and may
+// still become durable. If ctx is already done when AppendContext is called,
+// or ends before rec got an LSN (waiting for log-buffer space or a new
+// segment), nothing is appended and the error matches both ErrNotAppended
+// and ctx.Err() (errors.Is). Errors: ErrEmptyRecord, ErrRecordTooLarge (nothing
 // appended), ErrClosed, ErrNoSpace (no new segment could be created; nothing
 // appended, the log is not poisoned), an error matching ErrPoisoned after a
 // failed write or sync, and for the commits of the group whose write or sync
@@ -185,6 +187,9 @@ func (l *Log) AppendContext(ctx context.Context, rec []byte, opts ...AppendOptio
 	}
 	if len(rec) > l.opts.MaxRecordSize {
 		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrRecordTooLarge, len(rec), l.opts.MaxRecordSize)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrNotAppended, err)
 	}
 	l.mu.Lock()
 	lsn, err := l.reserveLocked(ctx, rec)
@@ -203,7 +208,9 @@ func (l *Log) AppendContext(ctx context.Context, rec []byte, opts ...AppendOptio
 // Redis event-loop turn). It returns the LSN of the first record. Errors are
 // those of AppendContext; if the batch stops after some records were
 // appended (a context ending during a log-buffer or segment wait, no space,
-// Close), the error is a *BatchError saying how many are in the log.
+// Close), the error is a *BatchError saying how many are in the log. If ctx
+// is already done when AppendBatch is called, nothing is appended and the
+// error matches both ErrNotAppended and ctx.Err().
 func (l *Log) AppendBatch(ctx context.Context, recs [][]byte, opts ...AppendOption) (LSN, error) {
 	if len(recs) == 0 {
 		return 0, ErrEmptyRecord
@@ -215,6 +222,9 @@ func (l *Log) AppendBatch(ctx context.Context, recs [][]byte, opts ...AppendOpti
 		if len(rec) > l.opts.MaxRecordSize {
 			return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrRecordTooLarge, len(rec), l.opts.MaxRecordSize)
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrNotAppended, err)
 	}
 	l.mu.Lock()
 	var first LSN
@@ -267,14 +277,23 @@ func (l *Log) commitWaitLocked(opts []AppendOption) policy.Wait {
 	return w
 }
 
-// commit waits as w says for the frames ending at end.
+// commit waits as w says for the frames ending at end. A commit that Close
+// overtook (the queue then fails with ErrClosed) returns nil if Close's final
+// flush covered it at the level it waits for: its record is durable (or
+// written), so it must not be reported as failed.
 func (l *Log) commit(ctx context.Context, end LSN, w policy.Wait) error {
 	var err error
 	switch w {
 	case policy.WaitWrite:
 		err = l.q.Wait(ctx, uint64(end), groupcommit.Written)
+		if errors.Is(err, ErrClosed) && LSN(l.written.Load()) >= end {
+			err = nil
+		}
 	case policy.WaitSync:
 		err = l.q.Wait(ctx, uint64(end), groupcommit.Synced)
+		if errors.Is(err, ErrClosed) && LSN(l.synced.Load()) >= end {
+			err = nil
+		}
 	}
 	if err == nil {
 		l.stats.commits.Add(1)
@@ -456,10 +475,14 @@ func (l *Log) SyncContext(ctx context.Context) error {
 }
 
 // WaitDurable returns once the record at lsn is durable, forcing a sync if
-// needed (the analogue of Redis WAITAOF). Errors: ErrNotFound if no record
-// at or after lsn was appended, ErrClosed, ErrPoisoned, ctx's error.
+// needed (the analogue of Redis WAITAOF). Errors: ErrClosed once Close has
+// been called (whatever lsn), ErrPoisoned, ErrNotFound if no record at or
+// after lsn was appended, ctx's error.
 func (l *Log) WaitDurable(ctx context.Context, lsn LSN) error {
-	if err := l.poisoned(); err != nil {
+	l.mu.Lock()
+	err := l.usableLocked()
+	l.mu.Unlock()
+	if err != nil {
 		return err
 	}
 	if LSN(l.synced.Load()) > lsn {
@@ -491,8 +514,10 @@ func (l *Log) Dir() string { return l.dir }
 
 // Close makes every appended record durable, stops the background flusher,
 // releases the files and the directory lock, and fails every later call with
-// ErrClosed. Commits still waiting when the final flush ends return; none is
-// left waiting. Close returns the final flush's error (ErrPoisoned if the log
+// ErrClosed. It ends at once any group delay (Options.GroupCommit.Delay) a
+// commit is in. Commits still waiting when Close runs return nil if the final
+// flush made their records durable (written, for a write-only wait), and
+// ErrClosed otherwise; none is left waiting. Close returns the final flush's error (ErrPoisoned if the log
 // was poisoned: then records after the synced LSN may be lost), or ErrClosed
 // if already closed.
 func (l *Log) Close() error {
@@ -504,6 +529,7 @@ func (l *Log) Close() error {
 	l.closed = true
 	l.mu.Unlock()
 	close(l.stop)
+	l.q.Drain() // end any group delay at once: the final flush must not wait it out
 
 	err := l.poisoned()
 	if err == nil {
