@@ -68,6 +68,13 @@ type Log struct {
 	wg   sync.WaitGroup // background flusher and segment preparers
 }
 
+// bufferCap returns the capacity in bytes of each log buffer half: enough
+// for BufferSize bytes of frames, or for one frame of the largest record
+// (which reserveLocked lets into an empty half even above BufferSize).
+func bufferCap(o Options) int {
+	return max(o.BufferSize, int(frameSize(o.MaxRecordSize)))
+}
+
 // logBuffer holds frames appended contiguously in LSN order from start.
 type logBuffer struct {
 	start LSN
@@ -136,8 +143,12 @@ func Open(dir string, opts Options) (*Log, error) {
 		lock.Close()
 		return nil, err
 	}
-	l.active = &logBuffer{start: l.next}
-	l.spareBuf = &logBuffer{}
+	// Both halves of the log buffer are allocated at full capacity here, so
+	// that no append grows them on the commit path (a slice growth of
+	// megabytes can stall for hundreds of ms in a slow VM).
+	bufCap := bufferCap(l.opts)
+	l.active = &logBuffer{start: l.next, buf: make([]byte, 0, bufCap)}
+	l.spareBuf = &logBuffer{buf: make([]byte, 0, bufCap)}
 	l.appended.Store(uint64(l.next))
 	l.written.Store(uint64(l.next))
 	l.synced.Store(uint64(l.next))
@@ -354,7 +365,7 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte) (LSN, error) {
 	lsn := l.next
 	b := l.active
 	n := len(b.buf)
-	b.buf = append(b.buf, make([]byte, fsz)...)
+	b.buf = b.buf[:n+int(fsz)] // within the capacity allocated at Open (bufferCap)
 	encodeFrame(b.buf[n:], lsn, LSN(l.synced.Load()), rec)
 	l.next += LSN(fsz)
 	l.appended.Store(uint64(l.next))
