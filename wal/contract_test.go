@@ -102,3 +102,45 @@ func TestAppendWithDoneContextAppendsNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenSyncsParentOfCreatedDir: Open syncs the parent of each directory
+// it creates (a mkdir is durable only after its parent is synced), top-down,
+// and counts those syncs in Stats.DirSyncs; reopening an existing directory
+// syncs no parent.
+func TestOpenSyncsParentOfCreatedDir(t *testing.T) {
+	mem := vfs.NewMem()
+	var synced []string
+	rec := vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpSyncDir {
+			synced = append(synced, op.Path)
+		}
+		return nil
+	})
+	fsys := vfs.Inject(mem, rec)
+	l, err := wal.Open("/a/b/log", wal.Options{FS: fsys, SegmentSize: testSegmentSize})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(synced), 3)
+	assert.Equal(t, []string{"/", "/a", "/a/b"}, synced[:3], "parents synced top-down right after the mkdir")
+	assert.EqualValues(t, len(synced), l.Stats().DirSyncs, "Stats.DirSyncs counts them")
+	require.NoError(t, l.Close())
+
+	synced = nil
+	l, err = wal.Open("/a/b/log", wal.Options{FS: fsys, SegmentSize: testSegmentSize})
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	assert.NotContains(t, synced, "/a/b", "an existing directory needs no parent sync")
+}
+
+// TestOpenFailsWhenParentDirSyncFails: a failed sync of the new directory's
+// parent fails Open with that error.
+func TestOpenFailsWhenParentDirSyncFails(t *testing.T) {
+	eio := errors.New("injected EIO")
+	fsys := vfs.Inject(vfs.NewMem(), vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpSyncDir && op.Path == "/" {
+			return eio
+		}
+		return nil
+	}))
+	_, err := wal.Open(logDir, wal.Options{FS: fsys, SegmentSize: testSegmentSize})
+	require.ErrorIs(t, err, eio)
+}

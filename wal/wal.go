@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -92,9 +94,10 @@ func (b *logBuffer) reset(start LSN) {
 	b.start, b.buf, b.rolls = start, b.buf[:0], b.rolls[:0]
 }
 
-// Open opens the log in dir, creating dir and an empty log if needed, and
-// recovers an existing one: a torn tail is truncated (synced) without error,
-// while damage in synced data, in a non-last segment, or a missing segment
+// Open opens the log in dir, creating dir (and any missing parents) and an
+// empty log if needed, and recovers an existing one. A directory it creates
+// is made durable: its parent directory is synced after the mkdir. In
+// recovery a torn tail is truncated (synced) without error, while damage in synced data, in a non-last segment, or a missing segment
 // makes Open fail with a *CorruptionError (errors.Is(err, ErrCorrupt)) naming
 // the segment and byte offset. The directory is locked against a second Log.
 //
@@ -127,7 +130,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	l.q = q
-	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
+	if err := l.makeDir(dir); err != nil {
 		return nil, fmt.Errorf("wal: open: %w", err)
 	}
 	lock, err := l.fs.Lock(dir + "/" + lockName)
@@ -160,6 +163,33 @@ func Open(dir string, opts Options) (*Log, error) {
 	l.opts.Logger.Info("wal: opened", "dir", dir, "lsn", l.next, "policy", l.pol.String(),
 		"sync_method", l.method.String(), "segments", l.info.Segments, "torn_bytes", l.info.TornBytes)
 	return l, nil
+}
+
+// makeDir creates dir and any missing parents, and makes them durable: a
+// new directory's entry survives a power loss only once its parent directory
+// is synced (like a created file's), so the parent of every directory it
+// created is synced, top-down. A dir that exists already costs no sync.
+func (l *Log) makeDir(dir string) error {
+	var missing []string // the directories to create, deepest first
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := l.fs.List(d); !errors.Is(err, fs.ErrNotExist) {
+			break // exists (or is in the way: MkdirAll reports it)
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		parent := filepath.Dir(missing[i])
+		if err := l.syncDirAt(parent); err != nil {
+			return fmt.Errorf("syncing directory %s after creating %s: %w", parent, missing[i], err)
+		}
+	}
+	return nil
 }
 
 // AppendOption modifies one Append.
