@@ -144,3 +144,24 @@ func TestOpenFailsWhenParentDirSyncFails(t *testing.T) {
 	_, err := wal.Open(logDir, wal.Options{FS: fsys, SegmentSize: testSegmentSize})
 	require.ErrorIs(t, err, eio)
 }
+
+// TestNewLogDirSurvivesPowerLoss: a log whose directory Open created keeps
+// its synced records through a power loss that drops every unsynced change
+// (MemFS loses a directory whose parent was never synced).
+func TestNewLogDirSurvivesPowerLoss(t *testing.T) {
+	mem := vfs.NewMem()
+	l, err := wal.Open("/a/b/log", wal.Options{FS: mem, SegmentSize: testSegmentSize})
+	require.NoError(t, err)
+	_, err = l.Append([]byte("durable"))
+	require.NoError(t, err)
+	img := mem.PowerLoss(vfs.DropAll())
+	require.NoError(t, l.Close())
+	names, err := img.List("/a/b/log")
+	require.NoError(t, err, "the log directory was lost")
+	require.NotEmpty(t, names)
+	l, err = wal.Open("/a/b/log", wal.Options{FS: img, SegmentSize: testSegmentSize})
+	require.NoError(t, err)
+	defer l.Close()
+	_, recs := readAll(t, l, 0)
+	require.Equal(t, [][]byte{[]byte("durable")}, recs)
+}
