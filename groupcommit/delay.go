@@ -1,6 +1,7 @@
 package groupcommit
 
 import (
+	"context"
 	"math/bits"
 	"runtime"
 	"time"
@@ -25,10 +26,11 @@ const (
 // delayLocked applies Options.Delay in the configured Style before a syncing
 // flush. It is called and returns with q.mu held, releasing it while it
 // sleeps, and reports whether the Delay governed this group (the leader slept
-// or MaxBatch closed the group), in which case no adaptive wait follows.
-func (q *Queue) delayLocked() bool {
+// or MaxBatch closed the group), in which case no adaptive wait follows. It
+// ends early if ctx ends, the queue fails, or [Queue.Drain] was called.
+func (q *Queue) delayLocked(ctx context.Context) bool {
 	d := q.opts.Delay
-	if d <= 0 {
+	if d <= 0 || q.hurry.Load() {
 		return false
 	}
 	if q.opts.Style == LeaderSleep {
@@ -38,7 +40,7 @@ func (q *Queue) delayLocked() bool {
 		}
 		q.stats.DelaySleeps++
 		q.mu.Unlock()
-		q.sleep(d)
+		q.sleep(ctx, d)
 		q.mu.Lock()
 		return true
 	}
@@ -48,7 +50,7 @@ func (q *Queue) delayLocked() bool {
 	slice := max(time.Microsecond, d/10)
 	slept := false
 	deadline := time.Now().Add(d) // timed by the clock, so late wake-ups do not add up
-	for left := d; q.err == nil; left = time.Until(deadline) {
+	for left := d; q.err == nil && !q.hurry.Load() && ctx.Err() == nil; left = time.Until(deadline) {
 		if q.opts.MaxBatch > 0 && 1+len(q.waiters) >= q.opts.MaxBatch {
 			q.stats.TriggerCount++
 			break
@@ -63,7 +65,7 @@ func (q *Queue) delayLocked() bool {
 			q.stats.DelaySleeps++
 		}
 		q.mu.Unlock()
-		q.sleep(s)
+		q.sleep(ctx, s)
 		q.mu.Lock()
 	}
 	return true
@@ -75,16 +77,16 @@ func (q *Queue) delayLocked() bool {
 // 11 ms for ten slices, measured here).
 const preciseBelow = 2 * time.Millisecond
 
-// sleep waits d, or until the queue fails. A short wait spins, yielding the
+// sleep waits d, or until ctx ends, the queue fails or is drained. A short wait spins, yielding the
 // processor to the committers it waits for; the leader's reusable timer
 // takes longer waits, and what is left after a bounded spin (so that under
 // testing/synctest, whose clock moves only when every goroutine blocks, the
 // fake clock still advances). Only the leader calls it.
-func (q *Queue) sleep(d time.Duration) {
+func (q *Queue) sleep(ctx context.Context, d time.Duration) {
 	if d < preciseBelow {
 		end := time.Now().Add(d)
 		for i := 0; i < adaptMaxSpins; i++ {
-			if q.failed.Load() || !time.Now().Before(end) {
+			if q.hurry.Load() || !time.Now().Before(end) {
 				return
 			}
 			runtime.Gosched()
@@ -102,6 +104,8 @@ func (q *Queue) sleep(d time.Duration) {
 	case <-q.timer.C:
 	case <-q.stop:
 		q.timer.Stop()
+	case <-ctx.Done():
+		q.timer.Stop()
 	}
 }
 
@@ -113,7 +117,7 @@ func (q *Queue) sleep(d time.Duration) {
 // while recent waits paid off; otherwise it probes now and then. It is called
 // and returns with q.mu held, releasing it while it waits.
 func (q *Queue) adaptiveWaitLocked() {
-	if q.opts.DisableAdaptiveWait || q.released < 2 || q.flushEWMA <= 0 || q.err != nil {
+	if q.opts.DisableAdaptiveWait || q.released < 2 || q.flushEWMA <= 0 || q.err != nil || q.hurry.Load() {
 		return
 	}
 	target := q.releaseMark + q.released
@@ -152,7 +156,7 @@ func (q *Queue) spinUntil(target uint64, bound time.Duration) uint64 {
 	start := time.Now()
 	for i := 0; ; i++ {
 		n := q.arrivals.Load()
-		if n >= target || q.failed.Load() || i >= adaptMaxSpins || time.Since(start) >= bound {
+		if n >= target || q.hurry.Load() || i >= adaptMaxSpins || time.Since(start) >= bound {
 			return n
 		}
 		runtime.Gosched()

@@ -62,9 +62,13 @@ type Options struct {
 	// Delay is how long a leader may wait for more commits to join its group
 	// before it flushes, in the way Style says. It applies only to groups that
 	// will sync (flush level [Synced]); a write-only group never waits.
-	// Default 0: no delay. It mirrors MySQL binlog_group_commit_sync_delay
-	// (in µs there) and PostgreSQL commit_delay (µs). Go timers below 1 ms
-	// may fire late by up to 1 ms when the process is otherwise idle.
+	// Default 0: no delay; 0..[MaxDelay] (1 s) accepted, anything else makes
+	// [New] fail with an error matching [ErrInvalidOptions]. It mirrors MySQL
+	// binlog_group_commit_sync_delay (in µs there, capped at 1 s) and
+	// PostgreSQL commit_delay (µs, capped at 0.1 s). A leader whose context
+	// ends during the delay returns ctx.Err() at once, and [Queue.Drain] or
+	// [Queue.Fail] ends the delay at once. Go timers below 1 ms may fire late
+	// by up to 1 ms when the process is otherwise idle.
 	Delay time.Duration
 	// MaxBatch ends a SyncStageWait delay early once this many commits are
 	// queued, the leader included. Default 0: always wait the full Delay.
@@ -86,6 +90,10 @@ type Options struct {
 	DisableAdaptiveWait bool
 }
 
+// MaxDelay is the largest accepted [Options.Delay]: 1 s, MySQL's upper bound
+// of binlog_group_commit_sync_delay (1000000 µs).
+const MaxDelay = time.Second
+
 // ErrInvalidOptions is returned, wrapped with the offending field, by [New]
 // when Options hold an impossible value or the FlushFunc is nil.
 var ErrInvalidOptions = errors.New("groupcommit: invalid options")
@@ -97,8 +105,8 @@ var ErrInvalidLevel = errors.New("groupcommit: invalid level")
 // validate reports the first impossible value in o.
 func (o Options) validate() error {
 	switch {
-	case o.Delay < 0:
-		return fmt.Errorf("%w: Delay %v is negative", ErrInvalidOptions, o.Delay)
+	case o.Delay < 0 || o.Delay > MaxDelay:
+		return fmt.Errorf("%w: Delay %v, want 0..%v", ErrInvalidOptions, o.Delay, MaxDelay)
 	case o.MaxBatch < 0:
 		return fmt.Errorf("%w: MaxBatch %d is negative", ErrInvalidOptions, o.MaxBatch)
 	case o.MinActive < 0:

@@ -54,11 +54,12 @@ type Queue struct {
 	flush FlushFunc
 	opts  Options
 
-	// stop is closed by the first failure (Fail or a flush error); it ends a
-	// leader's Delay early.
+	// stop is closed by the first failure (Fail or a flush error) or by
+	// Drain, whichever comes first; it ends a leader's Delay early.
 	stop chan struct{}
-	// failed is set with stop, for a leader spinning in the adaptive wait.
-	failed atomic.Bool
+	// hurry is set with stop, for a leader spinning in a wait; once set, no
+	// leader delays or waits adaptively any more.
+	hurry atomic.Bool
 	// arrivals counts Waits that found their LSN not covered (each once). The
 	// adaptive wait reads it without the lock.
 	arrivals atomic.Uint64
@@ -106,8 +107,8 @@ type Queue struct {
 }
 
 // New returns a Queue whose leaders call flush. It returns an error matching
-// [ErrInvalidOptions] if flush is nil or opts holds a negative value or an
-// unknown Style. New does no I/O and starts no goroutine.
+// [ErrInvalidOptions] if flush is nil or opts holds a negative value, a Delay
+// above [MaxDelay] or an unknown Style. New does no I/O and starts no goroutine.
 func New(flush FlushFunc, opts Options) (*Queue, error) {
 	if flush == nil {
 		return nil, errors.Join(ErrInvalidOptions, errors.New("groupcommit: nil FlushFunc"))
@@ -137,7 +138,9 @@ func New(flush FlushFunc, opts Options) (*Queue, error) {
 // FlushFunc error), even for an lsn already covered, and [ErrInvalidLevel] for
 // a need other than Written or Synced. If ctx ends first, a follower returns
 // ctx.Err() at once (its record may still be flushed, and the group goes on);
-// a leader finishes its flush and returns its outcome. Wait is safe for
+// so does a leader still in its Delay (it hands leadership to the next
+// follower in line); a leader already in its FlushFunc finishes the flush and
+// returns its outcome. Wait is safe for
 // concurrent use and allocates nothing in steady state.
 func (q *Queue) Wait(ctx context.Context, lsn uint64, need Level) error {
 	if need != Written && need != Synced {
@@ -167,7 +170,10 @@ func (q *Queue) Wait(ctx context.Context, lsn uint64, need Level) error {
 		if leading || !q.flushing {
 			leading = true
 			q.flushing = true
-			q.leadLocked(need)
+			if !q.leadLocked(ctx, need) { // ctx ended during the delay
+				q.passLeadLocked()
+				return q.leaveLocked(ctx.Err())
+			}
 			continue // re-check: covered, failed, or (a FlushFunc that fell short) lead again
 		}
 
@@ -225,16 +231,20 @@ func (q *Queue) coveredLocked(lsn uint64, need Level) bool {
 // leadLocked runs one flush as the leader: the group-forming wait, then the
 // FlushFunc with no lock held, then recording the result and waking the
 // covered followers. It is called and returns with q.mu held and q.flushing
-// set; it never calls the FlushFunc once q.err is set.
-func (q *Queue) leadLocked(need Level) {
+// set; it never calls the FlushFunc once q.err is set. It returns false,
+// without flushing, if ctx ended during the Delay.
+func (q *Queue) leadLocked(ctx context.Context, need Level) bool {
 	syncing := need == Synced || q.queuedSynced > 0
 	if syncing {
-		if !q.delayLocked() {
+		if !q.delayLocked(ctx) {
 			q.adaptiveWaitLocked()
 		}
 	}
 	if q.err != nil {
-		return
+		return true
+	}
+	if ctx.Err() != nil && q.opts.Delay > 0 && syncing {
+		return false
 	}
 	if q.queuedSynced > 0 { // arrivals during the wait
 		need = Synced
@@ -265,13 +275,14 @@ func (q *Queue) leadLocked(need Level) {
 	q.advanceLocked(written, synced)
 	if err != nil {
 		q.failLocked(err)
-		return
+		return true
 	}
 	n := 1 + q.wakeCoveredLocked() // the leader and the followers it covered
 	q.stats.recordGroup(n)
 	q.groupSizeSum += n
 	q.released = n
 	q.releaseMark = q.arrivals.Load()
+	return true
 }
 
 // advanceLocked raises the watermarks; it never lowers them.
@@ -321,8 +332,7 @@ func (q *Queue) passLeadLocked() {
 func (q *Queue) failLocked(err error) {
 	if q.err == nil {
 		q.err = err
-		q.failed.Store(true)
-		close(q.stop)
+		q.stopLocked()
 	}
 	for _, w := range q.waiters {
 		w.state, w.err = stateDone, q.err
@@ -400,6 +410,25 @@ func (q *Queue) Fail(err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.failLocked(err)
+}
+
+// Drain ends at once any Delay or adaptive merge wait a leader is in, and
+// makes every later leader skip them, flushing at once; unlike [Queue.Fail]
+// the queue keeps working. A log calls it as it closes, so that its final
+// flush does not wait out a group delay. Drain is safe for concurrent use
+// and idempotent.
+func (q *Queue) Drain() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.stopLocked()
+}
+
+// stopLocked closes q.stop once and sets q.hurry.
+func (q *Queue) stopLocked() {
+	if !q.hurry.Load() {
+		q.hurry.Store(true)
+		close(q.stop)
+	}
 }
 
 // Err returns the sticky error, or nil while the queue has not failed.

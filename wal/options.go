@@ -40,7 +40,9 @@ type Options struct {
 	Policy policy.Policy
 	// GroupCommit tunes the leader/follower queue that lets concurrent
 	// commits share one write and one sync (group delay, MySQL or
-	// PostgreSQL style). Default: no delay, adaptive merge wait on.
+	// PostgreSQL style). Default: no delay, adaptive merge wait on. A Delay
+	// outside 0..[groupcommit.MaxDelay] (1 s, as MySQL caps
+	// binlog_group_commit_sync_delay) makes Open fail with ErrInvalidOptions.
 	GroupCommit groupcommit.Options
 	// SegmentSize is the size in bytes of each segment file; the active
 	// segment is rolled when the next frame does not fit. Segments are
@@ -57,6 +59,9 @@ type Options struct {
 	// BufferSize is the size in bytes of the log buffer: when more than this
 	// is appended but not yet written, Append writes before copying more (a
 	// log-buffer wait, InnoDB's Innodb_log_waits). Default DefaultBufferSize.
+	// It mirrors innodb_log_buffer_size. Open allocates the buffer's two
+	// halves at full capacity, max(BufferSize, one frame of MaxRecordSize)
+	// bytes each, so appends never grow them.
 	BufferSize int
 	// NoSpaceTimeout is how long Append retries creating a new segment while
 	// the filesystem reports ENOSPC before it returns ErrNoSpace.

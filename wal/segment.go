@@ -299,9 +299,13 @@ func (l *Log) syncSegment(f vfs.File) error {
 }
 
 // syncDir makes the log directory's entries durable.
-func (l *Log) syncDir() error {
+func (l *Log) syncDir() error { return l.syncDirAt(l.dir) }
+
+// syncDirAt makes dir's entries durable, retrying EINTR, and counts the
+// directory sync in Stats.DirSyncs.
+func (l *Log) syncDirAt(dir string) error {
 	for {
-		err := l.fs.SyncDir(l.dir)
+		err := l.fs.SyncDir(dir)
 		if errors.Is(err, syscall.EINTR) {
 			continue
 		}

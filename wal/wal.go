@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -68,6 +70,13 @@ type Log struct {
 	wg   sync.WaitGroup // background flusher and segment preparers
 }
 
+// bufferCap returns the capacity in bytes of each log buffer half: enough
+// for BufferSize bytes of frames, or for one frame of the largest record
+// (which reserveLocked lets into an empty half even above BufferSize).
+func bufferCap(o Options) int {
+	return max(o.BufferSize, int(frameSize(o.MaxRecordSize)))
+}
+
 // logBuffer holds frames appended contiguously in LSN order from start.
 type logBuffer struct {
 	start LSN
@@ -85,9 +94,10 @@ func (b *logBuffer) reset(start LSN) {
 	b.start, b.buf, b.rolls = start, b.buf[:0], b.rolls[:0]
 }
 
-// Open opens the log in dir, creating dir and an empty log if needed, and
-// recovers an existing one: a torn tail is truncated (synced) without error,
-// while damage in synced data, in a non-last segment, or a missing segment
+// Open opens the log in dir, creating dir (and any missing parents) and an
+// empty log if needed, and recovers an existing one. A directory it creates
+// is made durable: its parent directory is synced after the mkdir. In
+// recovery a torn tail is truncated (synced) without error, while damage in synced data, in a non-last segment, or a missing segment
 // makes Open fail with a *CorruptionError (errors.Is(err, ErrCorrupt)) naming
 // the segment and byte offset. The directory is locked against a second Log.
 //
@@ -121,7 +131,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	l.q = q
-	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
+	if err := l.makeDir(dir); err != nil {
 		return nil, fmt.Errorf("wal: open: %w", err)
 	}
 	lock, err := l.fs.Lock(dir + "/" + lockName)
@@ -137,8 +147,12 @@ func Open(dir string, opts Options) (*Log, error) {
 		lock.Close()
 		return nil, err
 	}
-	l.active = &logBuffer{start: l.next}
-	l.spareBuf = &logBuffer{}
+	// Both halves of the log buffer are allocated at full capacity here, so
+	// that no append grows them on the commit path (a slice growth of
+	// megabytes can stall for hundreds of ms in a slow VM).
+	bufCap := bufferCap(l.opts)
+	l.active = &logBuffer{start: l.next, buf: make([]byte, 0, bufCap)}
+	l.spareBuf = &logBuffer{buf: make([]byte, 0, bufCap)}
 	l.appended.Store(uint64(l.next))
 	l.written.Store(uint64(l.next))
 	l.synced.Store(uint64(l.next))
@@ -150,6 +164,33 @@ func Open(dir string, opts Options) (*Log, error) {
 	l.opts.Logger.Info("wal: opened", "dir", dir, "lsn", l.next, "policy", l.pol.String(),
 		"sync_method", l.method.String(), "segments", l.info.Segments, "torn_bytes", l.info.TornBytes)
 	return l, nil
+}
+
+// makeDir creates dir and any missing parents, and makes them durable: a
+// new directory's entry survives a power loss only once its parent directory
+// is synced (like a created file's), so the parent of every directory it
+// created is synced, top-down. A dir that exists already costs no sync.
+func (l *Log) makeDir(dir string) error {
+	var missing []string // the directories to create, deepest first
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := l.fs.List(d); !errors.Is(err, fs.ErrNotExist) {
+			break // exists (or is in the way: MkdirAll reports it)
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		parent := filepath.Dir(missing[i])
+		if err := l.syncDirAt(parent); err != nil {
+			return fmt.Errorf("syncing directory %s after creating %s: %w", parent, missing[i], err)
+		}
+	}
+	return nil
 }
 
 // AppendOption modifies one Append.
@@ -172,10 +213,12 @@ func (l *Log) Append(rec []byte) (LSN, error) {
 }
 
 // AppendContext is Append with a context and options. If ctx ends while the
-// commit waits, it returns rec's LSN and ctx.Err(): rec is in the log and may
-// still become durable. If ctx ends before rec got an LSN (waiting for
-// log-buffer space or a new segment), the error also matches ErrNotAppended
-// and nothing was appended. Errors: ErrEmptyRecord, ErrRecordTooLarge (nothing
+// commit waits (including during the group delay, Options.GroupCommit.Delay),
+// it returns at once with rec's LSN and ctx.Err(): rec is in the log and may
+// still become durable. If ctx is already done when AppendContext is called,
+// or ends before rec got an LSN (waiting for log-buffer space or a new
+// segment), nothing is appended and the error matches both ErrNotAppended
+// and ctx.Err() (errors.Is). Errors: ErrEmptyRecord, ErrRecordTooLarge (nothing
 // appended), ErrClosed, ErrNoSpace (no new segment could be created; nothing
 // appended, the log is not poisoned), an error matching ErrPoisoned after a
 // failed write or sync, and for the commits of the group whose write or sync
@@ -186,6 +229,9 @@ func (l *Log) AppendContext(ctx context.Context, rec []byte, opts ...AppendOptio
 	}
 	if len(rec) > l.opts.MaxRecordSize {
 		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrRecordTooLarge, len(rec), l.opts.MaxRecordSize)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrNotAppended, err)
 	}
 	l.mu.Lock()
 	lsn, err := l.reserveLocked(ctx, rec)
@@ -204,7 +250,9 @@ func (l *Log) AppendContext(ctx context.Context, rec []byte, opts ...AppendOptio
 // Redis event-loop turn). It returns the LSN of the first record. Errors are
 // those of AppendContext; if the batch stops after some records were
 // appended (a context ending during a log-buffer or segment wait, no space,
-// Close), the error is a *BatchError saying how many are in the log.
+// Close), the error is a *BatchError saying how many are in the log. If ctx
+// is already done when AppendBatch is called, nothing is appended and the
+// error matches both ErrNotAppended and ctx.Err().
 func (l *Log) AppendBatch(ctx context.Context, recs [][]byte, opts ...AppendOption) (LSN, error) {
 	if len(recs) == 0 {
 		return 0, ErrEmptyRecord
@@ -216,6 +264,9 @@ func (l *Log) AppendBatch(ctx context.Context, recs [][]byte, opts ...AppendOpti
 		if len(rec) > l.opts.MaxRecordSize {
 			return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrRecordTooLarge, len(rec), l.opts.MaxRecordSize)
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrNotAppended, err)
 	}
 	l.mu.Lock()
 	var first LSN
@@ -268,14 +319,23 @@ func (l *Log) commitWaitLocked(opts []AppendOption) policy.Wait {
 	return w
 }
 
-// commit waits as w says for the frames ending at end.
+// commit waits as w says for the frames ending at end. A commit that Close
+// overtook (the queue then fails with ErrClosed) returns nil if Close's final
+// flush covered it at the level it waits for: its record is durable (or
+// written), so it must not be reported as failed.
 func (l *Log) commit(ctx context.Context, end LSN, w policy.Wait) error {
 	var err error
 	switch w {
 	case policy.WaitWrite:
 		err = l.q.Wait(ctx, uint64(end), groupcommit.Written)
+		if errors.Is(err, ErrClosed) && LSN(l.written.Load()) >= end {
+			err = nil
+		}
 	case policy.WaitSync:
 		err = l.q.Wait(ctx, uint64(end), groupcommit.Synced)
+		if errors.Is(err, ErrClosed) && LSN(l.synced.Load()) >= end {
+			err = nil
+		}
 	}
 	if err == nil {
 		l.stats.commits.Add(1)
@@ -336,7 +396,7 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte) (LSN, error) {
 	lsn := l.next
 	b := l.active
 	n := len(b.buf)
-	b.buf = append(b.buf, make([]byte, fsz)...)
+	b.buf = b.buf[:n+int(fsz)] // within the capacity allocated at Open (bufferCap)
 	encodeFrame(b.buf[n:], lsn, LSN(l.synced.Load()), rec)
 	l.next += LSN(fsz)
 	l.appended.Store(uint64(l.next))
@@ -457,10 +517,14 @@ func (l *Log) SyncContext(ctx context.Context) error {
 }
 
 // WaitDurable returns once the record at lsn is durable, forcing a sync if
-// needed (the analogue of Redis WAITAOF). Errors: ErrNotFound if no record
-// at or after lsn was appended, ErrClosed, ErrPoisoned, ctx's error.
+// needed (the analogue of Redis WAITAOF). Errors: ErrClosed once Close has
+// been called (whatever lsn), ErrPoisoned, ErrNotFound if no record at or
+// after lsn was appended, ctx's error.
 func (l *Log) WaitDurable(ctx context.Context, lsn LSN) error {
-	if err := l.poisoned(); err != nil {
+	l.mu.Lock()
+	err := l.usableLocked()
+	l.mu.Unlock()
+	if err != nil {
 		return err
 	}
 	if LSN(l.synced.Load()) > lsn {
@@ -492,8 +556,10 @@ func (l *Log) Dir() string { return l.dir }
 
 // Close makes every appended record durable, stops the background flusher,
 // releases the files and the directory lock, and fails every later call with
-// ErrClosed. Commits still waiting when the final flush ends return; none is
-// left waiting. Close returns the final flush's error (ErrPoisoned if the log
+// ErrClosed. It ends at once any group delay (Options.GroupCommit.Delay) a
+// commit is in. Commits still waiting when Close runs return nil if the final
+// flush made their records durable (written, for a write-only wait), and
+// ErrClosed otherwise; none is left waiting. Close returns the final flush's error (ErrPoisoned if the log
 // was poisoned: then records after the synced LSN may be lost), or ErrClosed
 // if already closed.
 func (l *Log) Close() error {
@@ -505,6 +571,7 @@ func (l *Log) Close() error {
 	l.closed = true
 	l.mu.Unlock()
 	close(l.stop)
+	l.q.Drain() // end any group delay at once: the final flush must not wait it out
 
 	err := l.poisoned()
 	if err == nil {

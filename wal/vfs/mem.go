@@ -35,8 +35,11 @@ import (
 //     journaling filesystem would; other pending changes stay pending.
 //   - A renamed file keeps its inode, and an inode removed from its directory
 //     lives on while a [File] still has it open.
-//   - Directories made by MkdirAll are durable at once: MemFS does not model
-//     a lost directory. Directories cannot be renamed or removed.
+//   - A directory made by MkdirAll keeps its own entries as any directory
+//     does, but its entry in its parent is durable only after [FS.SyncDir]
+//     of the parent, as on Linux: a [MemFS.PowerLoss] before that loses the
+//     directory and everything under it (DropAll), or may (the random
+//     modes). Directories cannot be renamed or removed.
 //   - A file opened with a write-through [SyncMethod] (O_DSYNC) makes the
 //     bytes of each WriteAt, and the size they reach, durable before WriteAt
 //     returns; Sync still works as for any file.
@@ -53,6 +56,7 @@ type MemFS struct {
 	dirs     map[string]map[string]*inode // current entries per directory
 	durable  map[string]map[string]*inode // durable entries per directory
 	pending  []dirOp                      // unsynced directory changes, oldest first
+	newDirs  map[string]bool              // made by MkdirAll; entry in the parent not yet synced
 	locks    map[string]bool
 	failNext error
 	dioAlign int // alignment of O_DIRECT files; 0: O_DIRECT is refused
@@ -100,6 +104,7 @@ func NewMem() *MemFS {
 		dirs:     map[string]map[string]*inode{},
 		durable:  map[string]map[string]*inode{},
 		locks:    map[string]bool{},
+		newDirs:  map[string]bool{},
 		dioAlign: SectorSize,
 	}
 	for _, d := range []string{"/", "."} {
@@ -297,8 +302,8 @@ func (m *MemFS) List(dir string) ([]string, error) {
 }
 
 // MkdirAll creates dir and any missing parents, as [FS.MkdirAll]. perm is
-// ignored. The directories are durable at once (MemFS does not model lost
-// directories). A file in the way gives a *fs.PathError matching
+// ignored. Each new directory's entry is durable only after SyncDir of its
+// parent; until then a PowerLoss may lose it with all it holds. A file in the way gives a *fs.PathError matching
 // syscall.ENOTDIR.
 func (m *MemFS) MkdirAll(dir string, perm fs.FileMode) error {
 	m.mu.Lock()
@@ -318,6 +323,7 @@ func (m *MemFS) MkdirAll(dir string, perm fs.FileMode) error {
 	for _, d := range missing {
 		m.dirs[d] = map[string]*inode{}
 		m.durable[d] = map[string]*inode{}
+		m.newDirs[d] = true
 	}
 	return nil
 }
@@ -357,6 +363,11 @@ func (m *MemFS) SyncDir(dir string) error {
 	}
 	clear(m.pending[len(kept):])
 	m.pending = kept
+	for d := range m.newDirs {
+		if filepath.Dir(d) == dir {
+			delete(m.newDirs, d) // its entry in dir is durable now
+		}
+	}
 	m.syncDirs.Add(1)
 	return nil
 }

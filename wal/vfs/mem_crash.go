@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 )
 
 // SectorSize is the unit, in bytes, at which [TearAtSector] tears a file.
@@ -108,6 +109,9 @@ func (m *MemFS) ProcessCrash() *MemFS {
 		op.ino = cp(op.ino)
 		out.pending = append(out.pending, op)
 	}
+	for d := range m.newDirs {
+		out.newDirs[d] = true
+	}
 	return out
 }
 
@@ -129,7 +133,11 @@ func (m *MemFS) ProcessCrash() *MemFS {
 //     onto the durable entries, skipping any that no longer apply: a created
 //     file may vanish, a removed file may come back with its own crash
 //     content, a rename may be reverted, but a renamed file is never lost
-//     from both names nor found under both.
+//     from both names nor found under both;
+//   - each directory made by MkdirAll whose parent was not synced since is
+//     independently kept or lost, with everything under it.
+//
+// DropAll loses every such directory; KeepAll keeps them.
 //
 // Bytes lost to a failed sync ([MemFS.FailNextSync]) keep their durable
 // content in every mode. PowerLoss panics if mode is
@@ -160,6 +168,31 @@ func (m *MemFS) PowerLoss(mode CrashMode) *MemFS {
 		}
 		if keep {
 			op.apply(tree)
+		}
+	}
+	// Directories whose entry in the parent was never synced. A separate
+	// generator, so that the content choices of a seed stay as they were.
+	dirRng := rand.New(rand.NewPCG(uint64(mode.seed), 0x6d6b646972)) // "mkdir"
+	newDirs := make([]string, 0, len(m.newDirs))
+	for d := range m.newDirs {
+		newDirs = append(newDirs, d)
+	}
+	slices.Sort(newDirs)
+	for _, d := range newDirs {
+		keep := false
+		switch mode.kind {
+		case crashKeepAll:
+			keep = true
+		case crashTear, crashBlocks:
+			keep = dirRng.IntN(2) == 1
+		}
+		if keep {
+			continue
+		}
+		for t := range tree {
+			if t == d || strings.HasPrefix(t, d+"/") {
+				delete(tree, t)
+			}
 		}
 	}
 

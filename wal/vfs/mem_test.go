@@ -22,6 +22,7 @@ func newMem(t *testing.T) *vfs.MemFS {
 	t.Helper()
 	m := vfs.NewMem()
 	require.NoError(t, m.MkdirAll(dir, 0o755))
+	require.NoError(t, m.SyncDir("/")) // the new directory's entry is durable
 	return m
 }
 
@@ -174,6 +175,7 @@ func TestUnsyncedRenameIsAtomic(t *testing.T) {
 func TestSyncDirCommitsWhatItsChangesDependOn(t *testing.T) {
 	m := newMem(t)
 	require.NoError(t, m.MkdirAll("/other", 0o755))
+	require.NoError(t, m.SyncDir("/"))
 	f := create(t, m, dir+"/tmp", []byte("x"))
 	require.NoError(t, f.Sync())
 	require.NoError(t, m.Rename(dir+"/tmp", "/other/final"))
@@ -408,7 +410,7 @@ func TestSyncCounts(t *testing.T) {
 	}
 	require.NoError(t, m.SyncDir(dir))
 	assert.EqualValues(t, 3, m.SyncCount())
-	assert.EqualValues(t, 1, m.SyncDirCount())
+	assert.EqualValues(t, 2, m.SyncDirCount(), "newMem's sync of / and this one")
 }
 
 func TestPowerLossPanicsOnBadBlockSize(t *testing.T) {
@@ -442,4 +444,41 @@ func TestMemConcurrentUse(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, names, 8)
 	assert.EqualValues(t, 80, m.SyncCount())
+}
+
+// TestUnsyncedMkdirLostAtPowerLoss: a directory made by MkdirAll survives a
+// power loss only once its parent is synced; before that, DropAll loses it
+// with everything under it (even synced files and a synced directory), the
+// random modes may lose it, and KeepAll and ProcessCrash keep it.
+func TestUnsyncedMkdirLostAtPowerLoss(t *testing.T) {
+	m := vfs.NewMem()
+	require.NoError(t, m.MkdirAll("/a/b", 0o755))
+	f := create(t, m, "/a/b/f", []byte("data"))
+	require.NoError(t, f.Sync())
+	require.NoError(t, m.SyncDir("/a/b")) // f's entry is durable, /a/b's is not
+
+	_, err := m.PowerLoss(vfs.DropAll()).List("/a/b")
+	require.ErrorIs(t, err, fs.ErrNotExist, "unsynced mkdir survived DropAll")
+	_, err = m.PowerLoss(vfs.DropAll()).List("/a")
+	require.ErrorIs(t, err, fs.ErrNotExist, "unsynced parent mkdir survived DropAll")
+	assert.Equal(t, "data", readFile(t, m.PowerLoss(vfs.KeepAll()), "/a/b/f"))
+	assert.Equal(t, "data", readFile(t, m.ProcessCrash(), "/a/b/f"))
+	lost := 0
+	for seed := range int64(16) {
+		if _, err := m.PowerLoss(vfs.TearAtSector(seed)).List("/a/b"); err != nil {
+			lost++
+		}
+	}
+	assert.Positive(t, lost, "random modes never lost the unsynced mkdir")
+
+	require.NoError(t, m.SyncDir("/a")) // /a/b's entry; /a's still not
+	_, err = m.PowerLoss(vfs.DropAll()).List("/a")
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	require.NoError(t, m.SyncDir("/"))
+	assert.Equal(t, "data", readFile(t, m.PowerLoss(vfs.DropAll()), "/a/b/f"))
+	// The crash image keeps the pending mkdir state.
+	pc := vfs.NewMem()
+	require.NoError(t, pc.MkdirAll("/c", 0o755))
+	_, err = pc.ProcessCrash().PowerLoss(vfs.DropAll()).List("/c")
+	require.ErrorIs(t, err, fs.ErrNotExist)
 }

@@ -26,11 +26,13 @@ func impls() []struct {
 		{"Mem", func(t *testing.T) (vfs.FS, string) {
 			m := vfs.NewMem()
 			require.NoError(t, m.MkdirAll("/data", 0o755))
+			require.NoError(t, m.SyncDir("/"))
 			return m, "/data"
 		}},
 		{"InjectCounter", func(t *testing.T) (vfs.FS, string) {
 			m := vfs.NewMem()
 			require.NoError(t, m.MkdirAll("/data", 0o755))
+			require.NoError(t, m.SyncDir("/"))
 			return vfs.Inject(m, &vfs.Counter{}), "/data"
 		}},
 	}
