@@ -75,7 +75,7 @@ func hostMain(argv []string, out *os.File) int {
 	fs.DurationVar(&c.minDelay, "min-delay", 1500*time.Millisecond, "shortest time commits run before the crash")
 	fs.DurationVar(&c.maxDelay, "max-delay", 4*time.Second, "longest time commits run before the crash")
 	fs.DurationVar(&c.timeout, "boot-timeout", 4*time.Minute, "kill a guest that runs longer")
-	fs.StringVar(&c.accel, "accel", "auto", "auto (kvm if it boots, else tcg), kvm or tcg")
+	fs.StringVar(&c.accel, "accel", "tcg", "tcg, kvm, or auto (kvm if a probe guest boots under it, else tcg)")
 	fs.BoolVar(&c.verbose, "v", false, "print progress and guest console paths")
 	if err := fs.Parse(argv); err != nil {
 		return 2
