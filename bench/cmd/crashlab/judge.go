@@ -64,6 +64,7 @@ func Judge(t Trial, p Promise) Verdict {
 	}
 	if t.OpenErr != "" {
 		viol("recovery Open failed: %s", t.OpenErr)
+		v.Lost = v.Acked // nothing could be read back
 		return v
 	}
 	if t.ReopenErr != "" {

@@ -47,7 +47,6 @@ type config struct {
 	maxDelay time.Duration
 	timeout  time.Duration
 	accel    string
-	verbose  bool
 }
 
 // TrialReport is one trial in the -json output.
@@ -76,7 +75,6 @@ func hostMain(argv []string, out *os.File) int {
 	fs.DurationVar(&c.maxDelay, "max-delay", 4*time.Second, "longest time commits run before the crash")
 	fs.DurationVar(&c.timeout, "boot-timeout", 4*time.Minute, "kill a guest that runs longer")
 	fs.StringVar(&c.accel, "accel", "tcg", "tcg, kvm, or auto (kvm if a probe guest boots under it, else tcg)")
-	fs.BoolVar(&c.verbose, "v", false, "print progress and guest console paths")
 	if err := fs.Parse(argv); err != nil {
 		return 2
 	}
