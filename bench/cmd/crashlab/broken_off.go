@@ -1,0 +1,5 @@
+//go:build !crashlab_broken
+
+package main
+
+const brokenBuild = false

@@ -1,0 +1,7 @@
+//go:build crashlab_broken
+
+package main
+
+// brokenBuild reports the negative-control build (wal/crashlab_broken.go):
+// SyncEveryCommit acknowledges after the write alone, so the lab must fail.
+const brokenBuild = true

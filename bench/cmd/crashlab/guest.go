@@ -1,0 +1,236 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/durawal/durawal/wal"
+)
+
+// shm is the guest's mapping of the ivshmem BAR; every store is atomic so the
+// host sees it in the backing file the moment it is made (no buffering).
+type shm []byte
+
+func (m shm) word(off int) *uint64    { return (*uint64)(unsafe.Pointer(&m[off])) }
+func (m shm) store(off int, v uint64) { atomic.StoreUint64(m.word(off), v) }
+func (m shm) load(off int) uint64     { return atomic.LoadUint64(m.word(off)) }
+
+func (m shm) message(format string, a ...any) {
+	s := fmt.Sprintf(format, a...)
+	if len(s) > hdrMsgMax {
+		s = s[:hdrMsgMax]
+	}
+	copy(m[hdrMsg:], s)
+	m.store(hdrMsgLen, uint64(len(s)))
+}
+
+// mapIvshmem finds the ivshmem-plain device (1af4:1110) and maps its BAR 2.
+func mapIvshmem() (shm, error) {
+	devs, _ := filepath.Glob("/sys/bus/pci/devices/*")
+	for _, d := range devs {
+		v, _ := os.ReadFile(d + "/vendor")
+		id, _ := os.ReadFile(d + "/device")
+		if strings.TrimSpace(string(v)) != "0x1af4" || strings.TrimSpace(string(id)) != "0x1110" {
+			continue
+		}
+		_ = os.WriteFile(d+"/enable", []byte("1"), 0) // memory decoding on
+		f, err := os.OpenFile(d+"/resource2", os.O_RDWR|os.O_SYNC, 0)
+		if err != nil {
+			return nil, err
+		}
+		b, err := syscall.Mmap(int(f.Fd()), 0, shmSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("mmap %s/resource2: %w", d, err)
+		}
+		return shm(b), nil
+	}
+	return nil, errors.New("no ivshmem device (1af4:1110) on the PCI bus")
+}
+
+func cmdline() map[string]string {
+	b, _ := os.ReadFile("/proc/cmdline")
+	m := map[string]string{}
+	for _, f := range strings.Fields(string(b)) {
+		if k, v, ok := strings.Cut(f, "="); ok && strings.HasPrefix(k, "cl.") {
+			m[k[3:]] = v
+		}
+	}
+	return m
+}
+
+func guestMain() {
+	args := cmdline()
+	m, err := mapIvshmem()
+	if err != nil {
+		fmt.Println("crashlab guest:", err)
+		powerOff()
+	}
+	var runErr error
+	switch args["mode"] {
+	case "work":
+		runErr = guestWork(m, args)
+	case "verify":
+		runErr = guestVerify(m)
+	default:
+		runErr = fmt.Errorf("unknown cl.mode %q", args["mode"])
+	}
+	if runErr != nil {
+		fmt.Println("crashlab guest:", runErr)
+		if m.load(hdrMsgLen) == 0 {
+			m.message("%v", runErr)
+		}
+	}
+	powerOff()
+}
+
+func powerOff() {
+	syscall.Sync()
+	_ = syscall.Reboot(syscall.LINUX_REBOOT_CMD_POWER_OFF)
+	os.Exit(1)
+}
+
+const walDir = "/mnt/wal"
+
+func guestWork(m shm, args map[string]string) error {
+	p, ok := findPolicy(args["policy"])
+	if !ok {
+		return fmt.Errorf("unknown policy %q", args["policy"])
+	}
+	delay, _ := strconv.Atoi(args["delayms"])
+	l, err := wal.Open(walDir, wal.Options{Policy: p.Build(), SegmentSize: 4 << 20})
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	m.store(hdrGorout, goroutines)
+	m.store(hdrStartNs, uint64(time.Now().UnixNano()))
+	m.store(hdrMagic, shmMagic)
+	m.store(hdrPhase, phaseWorking)
+	rs, capacity := regionSize(goroutines), uint64(ringCap(goroutines))
+	for g := range goroutines {
+		go func() {
+			base := ackBase + g*rs
+			b := make([]byte, payloadLen)
+			for seq := uint64(0); ; seq++ {
+				payload(b, uint64(g), seq, time.Now().UnixNano())
+				lsn, err := l.Append(b)
+				if err != nil {
+					m.message("append gid %d seq %d: %v", g, seq, err)
+					return
+				}
+				e := base + entryBase + int(seq%capacity)*32
+				m.store(e, uint64(lsn))
+				m.store(e+8, seq)
+				m.store(e+16, uint64(time.Now().UnixNano()))
+				m.store(e+24, uint64(g))
+				m.store(base, seq+1) // published: seq acknowledged
+				if seq+1 >= min(capacity, recMax/goroutines)*9/10 {
+					return // the ring and the verify area stay large enough
+				}
+			}
+		}()
+	}
+	time.Sleep(time.Duration(delay) * time.Millisecond)
+	m.store(hdrCrashNs, uint64(time.Now().UnixNano()))
+	m.store(hdrPhase, phaseCrashed)
+	if err := os.WriteFile("/proc/sys/kernel/sysrq", []byte("1"), 0); err != nil {
+		return err
+	}
+	f, err := os.OpenFile("/proc/sysrq-trigger", os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write([]byte("c"))
+	return fmt.Errorf("the kernel survived sysrq-c: %v", err)
+}
+
+func guestVerify(m shm) error {
+	m.store(hdrPhase, phaseVerify)
+	l, err := wal.Open(walDir, wal.Options{SegmentSize: 4 << 20})
+	if err != nil {
+		m.store(hdrVerify, 2)
+		m.message("recovery Open: %v", err)
+		return nil
+	}
+	m.store(hdrVerify, 1)
+	n, err := readAll(l, func(i int, lsn wal.LSN, rec []byte) {
+		if i >= recMax {
+			return
+		}
+		gid, seq, ok := checkPayload(rec)
+		e := recBase + i*32
+		m.store(e, uint64(lsn))
+		m.store(e+8, gid)
+		m.store(e+16, seq)
+		okw := uint64(0)
+		if ok {
+			okw = 1
+		}
+		m.store(e+24, okw)
+	})
+	m.store(hdrNRecs, uint64(n))
+	if err != nil {
+		m.store(hdrReopen, 2)
+		m.message("reading the recovered log: %v (info %+v)", err, l.Recovered())
+		return nil
+	}
+	fail := func(err error) error { m.store(hdrReopen, 2); m.message("after recovery: %v", err); return nil }
+	b := make([]byte, payloadLen)
+	payload(b, 1<<20, 0, time.Now().UnixNano())
+	if _, err := l.Append(b); err != nil {
+		return fail(fmt.Errorf("append: %w", err))
+	}
+	if err := l.Sync(); err != nil {
+		return fail(fmt.Errorf("sync: %w", err))
+	}
+	if err := l.Close(); err != nil {
+		return fail(fmt.Errorf("close: %w", err))
+	}
+	l, err = wal.Open(walDir, wal.Options{SegmentSize: 4 << 20})
+	if err != nil {
+		return fail(fmt.Errorf("reopen: %w", err))
+	}
+	n2, err := readAll(l, func(int, wal.LSN, []byte) {})
+	if err != nil {
+		return fail(fmt.Errorf("reading after reopen: %w", err))
+	}
+	if n2 != n+1 {
+		return fail(fmt.Errorf("reopen read %d records, want %d", n2, n+1))
+	}
+	if !l.Recovered().Clean {
+		return fail(errors.New("reopen after Close: Recovered().Clean is false"))
+	}
+	if err := l.Close(); err != nil {
+		return fail(fmt.Errorf("close after reopen: %w", err))
+	}
+	m.store(hdrReopen, 1)
+	return nil
+}
+
+func readAll(l *wal.Log, f func(int, wal.LSN, []byte)) (int, error) {
+	r, err := l.NewReader(0)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for {
+		lsn, rec, err := r.Next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		f(n, lsn, rec)
+		n++
+	}
+}
