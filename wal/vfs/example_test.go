@@ -15,6 +15,9 @@ func ExampleMemFS_PowerLoss() {
 	if err := mem.MkdirAll("/data", 0o755); err != nil {
 		log.Fatal(err)
 	}
+	if err := mem.SyncDir("/"); err != nil { // make the new directory durable
+		log.Fatal(err)
+	}
 	f, err := mem.Create("/data/log", vfs.Fdatasync)
 	if err != nil {
 		log.Fatal(err)
