@@ -60,8 +60,9 @@ type Options struct {
 	// is appended but not yet written, Append writes before copying more (a
 	// log-buffer wait, InnoDB's Innodb_log_waits). Default DefaultBufferSize.
 	// It mirrors innodb_log_buffer_size. Open allocates the buffer's two
-	// halves at full capacity, max(BufferSize, one frame of MaxRecordSize)
-	// bytes each, so appends never grow them.
+	// halves at full capacity, max(min(BufferSize, 2·SegmentSize), one frame
+	// of MaxRecordSize) bytes each, so appends never grow them unless
+	// BufferSize exceeds two segments.
 	BufferSize int
 	// NoSpaceTimeout is how long Append retries creating a new segment while
 	// the filesystem reports ENOSPC before it returns ErrNoSpace.

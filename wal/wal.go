@@ -72,9 +72,13 @@ type Log struct {
 
 // bufferCap returns the capacity in bytes of each log buffer half: enough
 // for BufferSize bytes of frames, or for one frame of the largest record
-// (which reserveLocked lets into an empty half even above BufferSize).
+// (which reserveLocked lets into an empty half even above BufferSize). A
+// BufferSize above two segments is preallocated only up to two segments
+// (a half may still grow past that, by append, with small segments): a log
+// of 64 KiB segments does not pin 16 MiB, and a test suite that opens
+// thousands of such logs does not run out of memory.
 func bufferCap(o Options) int {
-	return max(o.BufferSize, int(frameSize(o.MaxRecordSize)))
+	return max(int(min(int64(o.BufferSize), 2*o.SegmentSize)), int(frameSize(o.MaxRecordSize)))
 }
 
 // logBuffer holds frames appended contiguously in LSN order from start.
