@@ -59,10 +59,8 @@ type Options struct {
 	// BufferSize is the size in bytes of the log buffer: when more than this
 	// is appended but not yet written, Append writes before copying more (a
 	// log-buffer wait, InnoDB's Innodb_log_waits). Default DefaultBufferSize.
-	// It mirrors innodb_log_buffer_size. Open allocates the buffer's two
-	// halves at full capacity, max(min(BufferSize, 2·SegmentSize), one frame
-	// of MaxRecordSize) bytes each, so appends never grow them unless
-	// BufferSize exceeds two segments.
+	// It mirrors innodb_log_buffer_size. The buffer's two halves grow as
+	// frames arrive, up to BufferSize (or one frame of MaxRecordSize).
 	BufferSize int
 	// NoSpaceTimeout is how long Append retries creating a new segment while
 	// the filesystem reports ENOSPC before it returns ErrNoSpace.
