@@ -106,7 +106,7 @@ func (o Options) withDefaults() Options {
 		o.SegmentSize = DefaultSegmentSize
 	}
 	if o.MaxRecordSize == 0 {
-		o.MaxRecordSize = int(min(int64(DefaultMaxRecordSize), maxRecordFor(o.SegmentSize)))
+		o.MaxRecordSize = int(min(int64(DefaultMaxRecordSize), maxRecordFor(o.SegmentSize)-endFrameSize))
 	}
 	if o.BufferSize == 0 {
 		o.BufferSize = DefaultBufferSize
@@ -139,8 +139,8 @@ func (o Options) validate() error {
 	if o.SegmentSize%frameAlign != 0 {
 		return bad("SegmentSize %d bytes is not a multiple of %d", o.SegmentSize, frameAlign)
 	}
-	if o.MaxRecordSize < 1 || int64(o.MaxRecordSize) > maxRecordFor(o.SegmentSize) {
-		return bad("MaxRecordSize %d bytes, want 1..%d for SegmentSize %d", o.MaxRecordSize, maxRecordFor(o.SegmentSize), o.SegmentSize)
+	if o.MaxRecordSize < 1 || int64(o.MaxRecordSize) > maxRecordFor(o.SegmentSize)-endFrameSize {
+		return bad("MaxRecordSize %d bytes, want 1..%d for SegmentSize %d", o.MaxRecordSize, maxRecordFor(o.SegmentSize)-endFrameSize, o.SegmentSize)
 	}
 	if o.BufferSize < 1 {
 		return bad("BufferSize %d bytes, want ≥ 1", o.BufferSize)
