@@ -235,7 +235,7 @@ func powerLossSeed(t *testing.T, seed int64, method vfs.SyncMethod, images *atom
 		pols := []policy.Policy{policy.SyncNever(), policy.SyncEveryCommit(), policy.SyncEveryN(3)}
 		pol := pols[rng.IntN(len(pols))]
 		opts := wal.Options{SegmentSize: segSize, Policy: pol, SyncMethod: method}
-		maxRec := int(segSize) - 56
+		maxRec := int(segSize) - 80 // header 32, frame header 24, end/link frame room 24
 		mem := vfs.NewMem()
 		mem.SetDirectIOAlignment([]int{512, 4096}[seed%2])
 		l := openLog(t, mem, opts)

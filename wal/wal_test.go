@@ -319,7 +319,7 @@ func TestInvalidOptions(t *testing.T) {
 		{"segment too large", wal.Options{SegmentSize: 4<<30 + 8}},
 		{"segment not a multiple of 8", wal.Options{SegmentSize: 4<<10 + 4}},
 		{"max record above segment", wal.Options{SegmentSize: 4 << 10, MaxRecordSize: 4 << 10}},
-		{"max record just above what fits", wal.Options{SegmentSize: 4 << 10, MaxRecordSize: 4<<10 - 55}},
+		{"max record just above what fits", wal.Options{SegmentSize: 4 << 10, MaxRecordSize: 4<<10 - 79}},
 		{"max record negative", wal.Options{MaxRecordSize: -1}},
 		{"buffer negative", wal.Options{BufferSize: -1}},
 		{"no-space timeout negative", wal.Options{NoSpaceTimeout: -1}},
@@ -344,7 +344,7 @@ func TestInvalidOptions(t *testing.T) {
 	})
 	t.Run("largest max record", func(t *testing.T) {
 		mem := vfs.NewMem()
-		l := openLog(t, mem, wal.Options{SegmentSize: 4 << 10, MaxRecordSize: 4<<10 - 56})
+		l := openLog(t, mem, wal.Options{SegmentSize: 4 << 10, MaxRecordSize: 4<<10 - 80})
 		require.NoError(t, l.Close())
 	})
 }
