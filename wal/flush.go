@@ -122,11 +122,7 @@ func (l *Log) writeLink(old *segment, next LSN) error {
 	if old.version < 2 {
 		return nil
 	}
-	m := vfs.Fdatasync
-	if l.method.WriteThrough() {
-		m = vfs.ODsync
-	}
-	f, err := l.fs.OpenReadWrite(old.path, m)
+	f, err := l.fs.OpenReadWrite(old.path, l.bufferedMethod())
 	if err != nil {
 		return err
 	}
@@ -136,13 +132,22 @@ func (l *Log) writeLink(old *segment, next LSN) error {
 		f.Close()
 		return err
 	}
-	if !l.method.WriteThrough() {
-		if err := l.syncFile(f); err != nil {
-			f.Close()
-			return err
-		}
+	if err := l.syncSegment(f); err != nil {
+		f.Close()
+		return err
 	}
 	return f.Close()
+}
+
+// bufferedMethod is the sync method for the small side files and in-place
+// writes made outside the direct-I/O path (link frames, first-lsn): the
+// log's durability without O_DIRECT, so syncSegment's rule (no fsync under a
+// write-through method) holds for them too.
+func (l *Log) bufferedMethod() vfs.SyncMethod {
+	if l.method.WriteThrough() {
+		return vfs.ODsync
+	}
+	return vfs.Fdatasync
 }
 
 // rollTo finishes the segment receiving writes (synced before the next one

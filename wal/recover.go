@@ -116,9 +116,6 @@ func (l *Log) recover() error {
 	}
 	l.info.Segments = len(firsts)
 	if len(firsts) == 0 {
-		if err := l.writeFirstLSN(0); err != nil {
-			return fmt.Errorf("wal: open: %w", err)
-		}
 		s, err := l.prepareSegment()
 		if err != nil {
 			return fmt.Errorf("wal: open: creating the first segment: %w", noSpace(err))
@@ -126,6 +123,10 @@ func (l *Log) recover() error {
 		if err := l.installSegment(s); err != nil {
 			s.f.Close()
 			return fmt.Errorf("wal: open: installing the first segment: %w", err)
+		}
+		if err := l.writeFirstLSN(0); err != nil {
+			s.f.Close()
+			return fmt.Errorf("wal: open: %w", err)
 		}
 		l.writeSeg, l.appendSeg, l.segFirsts = s, s, []LSN{0}
 		return nil
@@ -223,7 +224,7 @@ const firstLSNName = "first-lsn"
 func (l *Log) writeFirstLSN(first LSN) error {
 	tmp := filepath.Join(l.dir, firstLSNName+tmpSuffix)
 	l.fs.Remove(tmp) // a leftover of a crash
-	f, err := l.fs.Create(tmp, vfs.Fdatasync)
+	f, err := l.fs.Create(tmp, l.bufferedMethod())
 	if err != nil {
 		return err
 	}
@@ -234,7 +235,7 @@ func (l *Log) writeFirstLSN(first LSN) error {
 		f.Close()
 		return err
 	}
-	if err := l.syncFile(f); err != nil {
+	if err := l.syncSegment(f); err != nil {
 		f.Close()
 		return err
 	}
