@@ -207,7 +207,7 @@ func TestRecordTooLarge(t *testing.T) {
 	_, err := l.Append([]byte("first"))
 	require.NoError(t, err)
 	end := l.AppendedLSN()
-	max := 4<<10 - 56 // the default is capped to what fits a segment
+	max := 4<<10 - 80 // the default is capped to what fits a segment (header, frame header, end/link frame room)
 
 	for _, size := range []int{max + 1, 4 << 10, 10 << 10, 5 << 20} {
 		_, err = l.Append(make([]byte, size))
