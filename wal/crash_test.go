@@ -168,7 +168,7 @@ func seedCount(t *testing.T) int {
 		return 200
 	}
 	if raceEnabled {
-		return 300 // memory: see the closing note of the integrity work (2000 seeds were OOM-killed under -race)
+		return 2000
 	}
 	return 5000
 }

@@ -173,11 +173,13 @@ func TestReaderOnRemovedSegment(t *testing.T) {
 	require.ErrorIs(t, err, fs.ErrNotExist)
 }
 
-// TestFrameEndsAtSegmentEnd fills a segment exactly: the next frame goes to
-// a new segment at the same LSN, and both survive reopen and power loss.
+// TestFrameEndsAtSegmentEnd fills a segment exactly (up to the room kept for
+// the link frame): the next frame goes to a new segment at the same LSN, the
+// finished segment ends with a link frame, and both survive reopen and power
+// loss.
 func TestFrameEndsAtSegmentEnd(t *testing.T) {
 	const segSize = 4 << 10
-	capacity := segSize - segHeader
+	capacity := segSize - segHeader - endFrame
 	for _, split := range [][]int{
 		{capacity - frameHeader},                            // one record fills it
 		{1000 - frameHeader, capacity - 1000 - frameHeader}, // two records fill it
@@ -205,7 +207,9 @@ func TestFrameEndsAtSegmentEnd(t *testing.T) {
 		require.Equal(t, full, segFirst(t, segs[1]), "the new segment is named by the next frame's LSN")
 		if full == wal.LSN(capacity) {
 			b := fileBytes(t, mem, segs[0])
-			require.NotZero(t, b[segSize-1]|b[segSize-2]|b[segSize-3], "the frame runs to the last bytes")
+			at := segSize - endFrame
+			require.NotZero(t, b[at-1]|b[at-2]|b[at-3], "the record frame runs to the room kept for the link frame")
+			require.Equal(t, []byte{2, 0, 0, 0}, b[at+12:at+16], "a link frame (flags 2) fills the last bytes")
 		}
 		require.NoError(t, l.Close())
 		for _, img := range []vfs.FS{mem, mem.PowerLoss(vfs.DropAll())} {

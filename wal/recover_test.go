@@ -24,6 +24,9 @@ import (
 const (
 	segHeader   = 32
 	frameHeader = 24
+	// endFrame is what a version-2 segment keeps free at its end for the
+	// end or link frame: records fill at most SegmentSize-segHeader-endFrame.
+	endFrame = 24
 )
 
 func frameSize(n int) int { return (frameHeader + n + 7) &^ 7 }

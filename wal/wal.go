@@ -166,8 +166,15 @@ func Open(dir string, opts Options) (*Log, error) {
 func (l *Log) makeDir(dir string) error {
 	var missing []string // the directories to create, deepest first
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if _, err := l.fs.List(d); !errors.Is(err, fs.ErrNotExist) {
-			break // exists (or is in the way: MkdirAll reports it)
+		_, err := l.fs.List(d)
+		if err == nil {
+			break // exists
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			// Not known to be missing: taking it for present could leave a
+			// created directory with its parent unsynced, and the whole
+			// log would vanish at a power loss.
+			return fmt.Errorf("checking whether %s exists: %w", d, err)
 		}
 		missing = append(missing, d)
 		if filepath.Dir(d) == d {
@@ -367,6 +374,13 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte) (LSN, error) {
 				l.startPrepareLocked()
 			}
 			break
+		}
+		if used == 0 {
+			// An empty segment cannot take it: rolling would never end.
+			// Options.validate bounds MaxRecordSize so this cannot happen;
+			// refuse rather than trust that bound.
+			return 0, fmt.Errorf("%w: a %d-byte frame does not fit an empty %d-byte segment (%d bytes of room)",
+				ErrRecordTooLarge, fsz, l.opts.SegmentSize, l.appendSeg.room())
 		}
 		if l.spare != nil { // roll: frames from here on go to the spare
 			s := l.spare
