@@ -39,3 +39,47 @@ func TestCommitOvertakenByCloseIsNilWhenDurable(t *testing.T) {
 		})
 	}
 }
+
+// TestLogBufferPreallocated: both log-buffer halves are allocated at their
+// full size by Open, so appends up to BufferSize never reallocate (copy) a
+// half under the append lock; only a frame larger than BufferSize grows one.
+func TestLogBufferPreallocated(t *testing.T) {
+	const bufSize = 1 << 20
+	l, err := Open("/log", Options{FS: vfs.NewMem(), SegmentSize: 64 << 20, BufferSize: bufSize,
+		Policy: policy.SyncNever()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	l.mu.Lock()
+	halves := map[*byte]bool{}
+	for _, b := range []*logBuffer{l.active, l.spareBuf} {
+		if cap(b.buf) != bufSize {
+			t.Errorf("a half has capacity %d bytes after Open, want BufferSize %d", cap(b.buf), bufSize)
+		}
+		halves[&b.buf[:1][0]] = true
+	}
+	l.mu.Unlock()
+	rec := make([]byte, 1000)
+	for range 3 * bufSize / len(rec) { // three buffers' worth: the halves swap
+		if _, err := l.Append(rec); err != nil {
+			t.Fatal(err)
+		}
+		l.mu.Lock()
+		p := &l.active.buf[:1][0]
+		l.mu.Unlock()
+		if !halves[p] {
+			t.Fatal("a log-buffer half was reallocated by an append below BufferSize")
+		}
+	}
+
+	// Small segments bound what Open allocates (two segments per half).
+	small, err := Open("/small", Options{FS: vfs.NewMem(), SegmentSize: 4 << 10, BufferSize: bufSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Close()
+	if got := cap(small.active.buf); got != 8<<10 {
+		t.Errorf("half capacity %d bytes with 4 KiB segments, want 8 KiB", got)
+	}
+}

@@ -59,8 +59,10 @@ type Options struct {
 	// BufferSize is the size in bytes of the log buffer: when more than this
 	// is appended but not yet written, Append writes before copying more (a
 	// log-buffer wait, InnoDB's Innodb_log_waits). Default DefaultBufferSize.
-	// It mirrors innodb_log_buffer_size. The buffer's two halves grow as
-	// frames arrive, up to BufferSize (or one frame of MaxRecordSize).
+	// It mirrors innodb_log_buffer_size. Open allocates the buffer's two
+	// halves at BufferSize each (at most two SegmentSize's), so memory is
+	// about 2×BufferSize per open log from the start; a half grows past that
+	// only to take one frame larger than BufferSize.
 	BufferSize int
 	// NoSpaceTimeout is how long Append retries creating a new segment while
 	// the filesystem reports ENOSPC before it returns ErrNoSpace.

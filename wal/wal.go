@@ -141,11 +141,13 @@ func Open(dir string, opts Options) (*Log, error) {
 		lock.Close()
 		return nil, err
 	}
-	// The halves grow by append as frames arrive. Preallocating them at
-	// full capacity (issue 11.7) made the race suite, which opens thousands
-	// of logs, run out of memory; it is left for a bounded design.
-	l.active = &logBuffer{start: l.next}
-	l.spareBuf = &logBuffer{}
+	// Both halves are allocated at full size now: growing them by append
+	// under the append lock copied megabytes per step and stalled commits
+	// for up to hundreds of milliseconds in a slow VM, long enough to break
+	// a buffered policy's loss bound in the first second.
+	n := bufferPrealloc(l.opts)
+	l.active = &logBuffer{start: l.next, buf: make([]byte, 0, n)}
+	l.spareBuf = &logBuffer{buf: make([]byte, 0, n)}
 	l.appended.Store(uint64(l.next))
 	l.written.Store(uint64(l.next))
 	l.synced.Store(uint64(l.next))
@@ -157,6 +159,15 @@ func Open(dir string, opts Options) (*Log, error) {
 	l.opts.Logger.Info("wal: opened", "dir", dir, "lsn", l.next, "policy", l.pol.String(),
 		"sync_method", l.method.String(), "segments", l.info.Segments, "torn_bytes", l.info.TornBytes)
 	return l, nil
+}
+
+// bufferPrealloc is the capacity in bytes each log-buffer half gets at Open:
+// BufferSize, but no more than two segments' worth, which is all a half can
+// hold before a small segment's rolls make frames wait anyway (tests open
+// thousands of logs with 4 KiB segments). A half that still needs more, for
+// one frame above it, grows then.
+func bufferPrealloc(o Options) int {
+	return int(min(int64(o.BufferSize), 2*o.SegmentSize))
 }
 
 // makeDir creates dir and any missing parents, and makes them durable: a
