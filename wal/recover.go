@@ -109,8 +109,9 @@ func (l *Log) recover() error {
 			return fmt.Errorf("wal: open: %w", err)
 		}
 	}
+	recorded := false // the log has a first-lsn file
 	if len(firsts) > 0 {
-		if firsts, err = l.checkFirst(firsts); err != nil {
+		if firsts, recorded, err = l.checkFirst(firsts); err != nil {
 			return err
 		}
 	}
@@ -135,6 +136,7 @@ func (l *Log) recover() error {
 		return err
 	}
 	var buf []byte
+	var oldestVersion uint32
 	for i, first := range firsts {
 		last := i == len(firsts)-1
 		name := segmentName(first)
@@ -145,6 +147,9 @@ func (l *Log) recover() error {
 		}
 		if err := checkSegmentHeader(buf, name, first); err != nil {
 			return err
+		}
+		if i == 0 {
+			oldestVersion = binary.LittleEndian.Uint32(buf[8:12])
 		}
 		if !last {
 			if err := l.checkSealed(buf, name, first, firsts[i+1]); err != nil {
@@ -207,6 +212,16 @@ func (l *Log) recover() error {
 			return fmt.Errorf("wal: open: syncing %s: %w", name, err)
 		}
 	}
+	if !recorded && oldestVersion >= 2 {
+		// Only a crash between creating the log's first segment and
+		// recording its start leaves a version-2 log without the record
+		// (an older build cannot read such a log, so the file costs no
+		// compatibility): write it, or a later loss of the oldest segment
+		// would go unnoticed.
+		if err := l.writeFirstLSN(firsts[0]); err != nil {
+			return fmt.Errorf("wal: open: %w", err)
+		}
+	}
 	l.segFirsts = firsts
 	l.info.FirstLSN, l.info.EndLSN = firsts[0], l.next
 	slices.SortStableFunc(l.info.Quarantined, func(a, b QuarantineFile) int { return cmpLSN(a.FromLSN, b.FromLSN) })
@@ -252,39 +267,39 @@ func (l *Log) writeFirstLSN(first LSN) error {
 // log. Segments below it are what an interrupted RemoveBefore left: Open
 // finishes removing them. A first segment above it is missing: damage. A
 // log without the record (written by an older build) is not checked.
-func (l *Log) checkFirst(firsts []LSN) ([]LSN, error) {
+func (l *Log) checkFirst(firsts []LSN) (kept []LSN, recorded bool, err error) {
 	f, err := l.fs.Open(filepath.Join(l.dir, firstLSNName))
 	if errors.Is(err, fs.ErrNotExist) {
-		return firsts, nil
+		return firsts, false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("wal: open: %w", err)
+		return nil, false, fmt.Errorf("wal: open: %w", err)
 	}
 	b := make([]byte, 16)
 	n, rerr := f.ReadAt(b, 0)
 	f.Close()
 	if n < len(b) || xxhash.Sum64(b[0:8]) != binary.LittleEndian.Uint64(b[8:16]) {
-		return nil, &CorruptionError{Segment: firstLSNName, Offset: int64(n),
+		return nil, true, &CorruptionError{Segment: firstLSNName, Offset: int64(n),
 			Reason: fmt.Sprintf("the record of the log's first LSN is damaged (%d bytes read, %v)", n, rerr)}
 	}
 	first := LSN(binary.LittleEndian.Uint64(b[0:8]))
 	removed := false
 	for len(firsts) > 1 && firsts[0] < first && firsts[1] <= first {
 		if err := l.fs.Remove(filepath.Join(l.dir, segmentName(firsts[0]))); err != nil {
-			return nil, fmt.Errorf("wal: open: finishing an interrupted RemoveBefore: %w", err)
+			return nil, true, fmt.Errorf("wal: open: finishing an interrupted RemoveBefore: %w", err)
 		}
 		firsts, removed = firsts[1:], true
 	}
 	if removed {
 		if err := l.syncDir(); err != nil {
-			return nil, fmt.Errorf("wal: open: %w", err)
+			return nil, true, fmt.Errorf("wal: open: %w", err)
 		}
 	}
 	if firsts[0] > first {
-		return nil, &CorruptionError{Segment: segmentName(first), Offset: 0,
+		return nil, true, &CorruptionError{Segment: segmentName(first), Offset: 0,
 			Reason: fmt.Sprintf("missing: the log starts at LSN %d (recorded in %s), but the oldest segment present starts at LSN %d", first, firstLSNName, firsts[0])}
 	}
-	return firsts, nil
+	return firsts, true, nil
 }
 
 // readSegment reads the whole file at path into buf (grown as needed).

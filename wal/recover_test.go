@@ -647,3 +647,39 @@ func TestMissingSegmentIsCorrupt(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstLSNRecordedAfterCrashAtCreation: a crash between creating a new
+// log's first segment and recording its start leaves a log without the
+// first-lsn record; the next Open writes it, so the loss of the oldest
+// segment later is still reported as damage rather than taken for a
+// checkpoint.
+func TestFirstLSNRecordedAfterCrashAtCreation(t *testing.T) {
+	mem := vfs.NewMem()
+	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpCreate && strings.Contains(op.Path, "first-lsn") {
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	opts := wal.Options{SegmentSize: 4 << 10, FS: vfs.Inject(mem, inj)}
+	_, err := wal.Open(logDir, opts)
+	require.ErrorIs(t, err, vfs.ErrInjected)
+	img := mem.PowerLoss(vfs.DropAll())
+	require.Equal(t, []string{"00000000000000000000.wal"}, segments(t, img), "the crash left the first segment")
+
+	opts.FS = img
+	l, err := wal.Open(logDir, opts)
+	require.NoError(t, err)
+	for i := range 200 {
+		_, err := l.Append(record(6, i, 90))
+		require.NoError(t, err)
+	}
+	require.NoError(t, l.Close())
+	segs := segments(t, img)
+	require.Greater(t, len(segs), 2)
+	require.NoError(t, img.Remove(filepath.Join(logDir, segs[0])))
+	_, err = wal.Open(logDir, opts)
+	var ce *wal.CorruptionError
+	require.ErrorAs(t, err, &ce, "a lost oldest segment is damage")
+	require.Equal(t, segs[0], ce.Segment)
+}
