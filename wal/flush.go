@@ -27,13 +27,22 @@ func (l *Log) flush(need groupcommit.Level) (written, synced uint64, err error) 
 	l.postponeStart, l.delayedSeen = time.Time{}, false
 	l.mu.Unlock()
 
-	if len(b.buf) > 0 {
+	if syncBeforeWrite && need == groupcommit.Synced { // the crashlab_late negative control only
+		l.syncMu.Lock()
+		err = l.syncTimed(l.writeSeg)
+		l.syncMu.Unlock()
+	}
+	if err == nil && len(b.buf) > 0 {
 		err = l.writeBuffer(b)
 		l.groupsSinceSync.Add(1)
 	}
 	b.reset(0)
 	l.spareBuf = b
-	if err == nil && (need == groupcommit.Synced || l.pol.SyncGroup(policy.State{GroupsSinceSync: int(l.groupsSinceSync.Load()) - 1})) {
+	if syncBeforeWrite && need == groupcommit.Synced {
+		if err == nil {
+			l.synced.Store(l.written.Load()) // the bug: claimed, not synced
+		}
+	} else if err == nil && (need == groupcommit.Synced || l.pol.SyncGroup(policy.State{GroupsSinceSync: int(l.groupsSinceSync.Load()) - 1})) {
 		err = l.syncWritten()
 	}
 	if err != nil {

@@ -1,5 +1,7 @@
-//go:build !crashlab_broken
+//go:build !crashlab_broken && !crashlab_late
 
 package main
 
-const brokenBuild = false
+// brokenBuild names the negative-control build this binary was built as,
+// or is empty for the real library.
+const brokenBuild = ""

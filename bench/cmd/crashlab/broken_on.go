@@ -2,6 +2,6 @@
 
 package main
 
-// brokenBuild reports the negative-control build (wal/crashlab_broken.go):
+// brokenBuild names the negative-control build (wal/crashlab_broken.go):
 // SyncEveryCommit acknowledges after the write alone, so the lab must fail.
-const brokenBuild = true
+const brokenBuild = "crashlab_broken: no sync at all"

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -116,11 +117,23 @@ func guestWork(m shm, args map[string]string) error {
 	m.store(hdrMagic, shmMagic)
 	m.store(hdrPhase, phaseWorking)
 	rs, capacity := regionSize(goroutines), uint64(ringCap(goroutines))
+	// A lull trial stops the committers before the crash: each finishes the
+	// commit it is in (its ack published) and waits. Nothing is in flight
+	// when the kernel dies, so a commit acknowledged before its sync (a
+	// group acked one fsync early) is lost for certain, where a crash amid
+	// back-to-back commits would mostly find the next group's sync covering it.
+	var pause atomic.Bool
+	var idle sync.WaitGroup
+	idle.Add(goroutines)
 	for g := range goroutines {
 		go func() {
+			defer idle.Done()
 			base := ackBase + g*rs
 			b := make([]byte, payloadLen)
 			for seq := uint64(0); ; seq++ {
+				if pause.Load() {
+					return
+				}
 				payload(b, uint64(g), seq, time.Now().UnixNano())
 				lsn, err := l.Append(b)
 				if err != nil {
@@ -140,6 +153,16 @@ func guestWork(m shm, args map[string]string) error {
 		}()
 	}
 	time.Sleep(time.Duration(delay) * time.Millisecond)
+	if args["lull"] == "1" {
+		pause.Store(true)
+		done := make(chan struct{})
+		go func() { idle.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second): // a commit stuck: crash anyway, the judge sees it
+		}
+		time.Sleep(time.Millisecond)
+	}
 	m.store(hdrCrashNs, uint64(time.Now().UnixNano()))
 	m.store(hdrPhase, phaseCrashed)
 	if err := os.WriteFile("/proc/sys/kernel/sysrq", []byte("1"), 0); err != nil {

@@ -53,8 +53,9 @@ type config struct {
 type TrialReport struct {
 	Policy        string
 	Trial         int
-	Broken        bool
+	Broken        string // the negative-control build, empty for the real library
 	DelayMs       int
+	Lull          bool // the committers were stopped, each after its last ack, 1 ms before the crash
 	Acked, Lost   uint64
 	OldestLostAge time.Duration
 	Recovered     int
@@ -107,7 +108,11 @@ func hostMain(argv []string, out *os.File) int {
 		fmt.Fprintln(os.Stderr, "crashlab: preparing the guest:", err)
 		return 2
 	}
-	fmt.Fprintf(out, "crashlab: kernel %s, accel %s, work dir %s, negative-control build (crashlab_broken): %v\n\n", lab.kernelPkg, lab.accel, c.work, brokenBuild)
+	build := "the library as released"
+	if brokenBuild != "" {
+		build = "NEGATIVE CONTROL " + brokenBuild
+	}
+	fmt.Fprintf(out, "crashlab: kernel %s, accel %s, work dir %s, build: %s\n\n", lab.kernelPkg, lab.accel, c.work, build)
 	var reports []TrialReport
 	bad := false
 	for _, p := range c.policies {
@@ -118,7 +123,11 @@ func hostMain(argv []string, out *os.File) int {
 			if len(r.Violations) > 0 {
 				bad, status = true, "VIOLATION"
 			}
-			fmt.Fprintf(out, "%s trial %d: %s, crash after %d ms, acked %d, lost %d, recovered %d, %.0f s\n", p.Name, i, status, r.DelayMs, r.Acked, r.Lost, r.Recovered, r.BootSeconds)
+			when := "amid commits"
+			if r.Lull {
+				when = "in a lull"
+			}
+			fmt.Fprintf(out, "%s trial %d: %s, crash %s after %d ms, acked %d, lost %d, recovered %d, %.0f s\n", p.Name, i, status, when, r.DelayMs, r.Acked, r.Lost, r.Recovered, r.BootSeconds)
 			for _, v := range r.Violations {
 				fmt.Fprintf(out, "    %s\n", v)
 			}
@@ -499,7 +508,12 @@ func (l *lab) trial(p labPolicy, i int) TrialReport {
 	}
 	span := max(l.c.maxDelay-l.c.minDelay, time.Millisecond)
 	r.DelayMs = int((l.c.minDelay + rand.N(span)) / time.Millisecond)
-	t1, err := l.boot(l.accel, img, shmPath, fmt.Sprintf("cl.mode=work cl.policy=%s cl.delayms=%d", shortName(p.Name), r.DelayMs), filepath.Join(dir, "console-crash.log"), l.c.timeout)
+	r.Lull = i%2 == 1 // odd trials crash with every committer idle, just after its last ack
+	lull := 0
+	if r.Lull {
+		lull = 1
+	}
+	t1, err := l.boot(l.accel, img, shmPath, fmt.Sprintf("cl.mode=work cl.policy=%s cl.delayms=%d cl.lull=%d", shortName(p.Name), r.DelayMs, lull), filepath.Join(dir, "console-crash.log"), l.c.timeout)
 	if err != nil {
 		return fail("crash boot: %v", err)
 	}
