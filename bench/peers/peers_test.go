@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/durawal/durawal/internal/measure"
 )
 
 var benchDir = flag.String("dir", "", "directory on the disk to benchmark (default: the test's temp dir)")
@@ -27,7 +29,7 @@ func TestQuickRun(t *testing.T) {
 	if err := run(args, &out, &errOut); err != nil {
 		t.Fatalf("run: %v\n%s", err, errOut.String())
 	}
-	for _, want := range []string{"## Durable commits", "## Relaxed commits", "## Recovery", "## Torn tail", "| pebble |"} {
+	for _, want := range []string{"## Durable commits", "## Relaxed commits", "## Recovery", "## Torn tail", "| pebble   |"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -84,24 +86,6 @@ func TestParseStraceCounts(t *testing.T) {
 `
 	if got := parseStraceCounts(text); got != 1550 {
 		t.Errorf("parseStraceCounts = %d, want 1550", got)
-	}
-}
-
-func TestPercentileAndMedian(t *testing.T) {
-	s := []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	for _, tc := range []struct {
-		p    float64
-		want time.Duration
-	}{{50, 5}, {99, 10}, {10, 1}, {100, 10}} {
-		if got := percentile(s, tc.p); got != tc.want {
-			t.Errorf("percentile(%v) = %v, want %v", tc.p, got, tc.want)
-		}
-	}
-	if got := median([]float64{3, 1, 2}); got != 2 {
-		t.Errorf("median = %v, want 2", got)
-	}
-	if got := median([]float64{4, 1, 3, 2}); got != 2 {
-		t.Errorf("median of even count = %v, want 2 (lower middle)", got)
 	}
 }
 
@@ -180,7 +164,7 @@ func benchCommit(b *testing.B, l *lib, m mode, writers, size int) {
 		b.Fatal(err)
 	}
 	slices.Sort(lats)
-	b.ReportMetric(float64(percentile(lats, 99))/1e3, "p99-µs")
+	b.ReportMetric(float64(measure.Percentile(lats, 99))/1e3, "p99-µs")
 	if syncs0 >= 0 {
 		b.ReportMetric(float64(syncs1-syncs0)/float64(b.N), "fsyncs/op")
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/durawal/durawal/internal/measure"
 )
 
 // report writes the Markdown tables.
@@ -16,7 +18,8 @@ func report(w io.Writer, res *results, cfg config) {
 		"(order reversed every other round); ratios are per-round ratios to durawal, then the median.\n\n",
 		cfg.size, cfg.duration, cfg.rounds)
 
-	fmt.Fprintf(w, "## Libraries\n\n| library | version | concurrent commits | relaxed mode | fsyncs counted by |\n|---|---|---|---|---|\n")
+	libs := measure.NewTable("library", "version", "concurrent commits", "relaxed mode", "fsyncs counted by")
+	libs.Title = "Libraries"
 	for _, l := range res.Libs {
 		relaxed := l.Relaxed
 		if relaxed == "" {
@@ -26,8 +29,9 @@ func report(w io.Writer, res *results, cfg config) {
 		if counter == "" {
 			counter = "no seam: strace -f -c in a child process"
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", l.Name, l.Version, l.Concurrency, relaxed, counter)
+		libs.Row(l.Name, l.Version, l.Concurrency, relaxed, counter)
 	}
+	libs.Fprint(w)
 	fmt.Fprintln(w)
 
 	for _, md := range cfg.modes {
@@ -35,8 +39,8 @@ func report(w io.Writer, res *results, cfg config) {
 		if md == relaxed {
 			title = "Relaxed commits: each library's no-sync setting"
 		}
-		fmt.Fprintf(w, "## %s\n\n", title)
-		fmt.Fprintf(w, "| writers | library | commits/s | commits/s × durawal | p50 µs | p99 µs | fsyncs/commit | counted by |\n|---:|---|---:|---:|---:|---:|---:|---|\n")
+		t := measure.NewTable("writers", "library", "commits/s", "commits/s × durawal", "p50 µs", "p99 µs", "fsyncs/commit", "counted by")
+		t.Title = title
 		for _, wr := range cfg.writers {
 			for _, l := range res.Libs {
 				cs := cellsFor(res.Cells, l.Name, md.String(), wr)
@@ -44,7 +48,7 @@ func report(w io.Writer, res *results, cfg config) {
 					continue
 				}
 				if e := firstErr(cs); e != "" {
-					fmt.Fprintf(w, "| %d | %s | error: %s | | | | | |\n", wr, l.Name, oneLine(e))
+					t.Row(wr, l.Name, "error: "+oneLine(e))
 					continue
 				}
 				var ps, p50, p99, spo, ratio []float64
@@ -69,10 +73,10 @@ func report(w io.Writer, res *results, cfg config) {
 				if len(ratio) > 0 {
 					rs = fmt.Sprintf("%.2f", median(ratio))
 				}
-				fmt.Fprintf(w, "| %d | %s | %.0f | %s | %.0f | %.0f | %s | %s |\n",
-					wr, l.Name, median(ps), rs, median(p50), median(p99), fsy, by)
+				t.Row(wr, l.Name, measure.Thousands(int64(median(ps))), rs, fmt.Sprintf("%.0f", median(p50)), fmt.Sprintf("%.0f", median(p99)), fsy, by)
 			}
 		}
+		t.Fprint(w)
 		fmt.Fprintln(w)
 	}
 
@@ -97,22 +101,23 @@ func report(w io.Writer, res *results, cfg config) {
 	}
 
 	if len(res.Strace) > 0 {
-		fmt.Fprintf(w, "## fsync counts under strace\n\n")
-		fmt.Fprintf(w, "Each row is a child process (ptrace slows it, so only its ratio is used) run under `strace -f -c --seccomp-bpf -e trace=fsync,fdatasync` for %s, "+
+		t := measure.NewTable("library", "mode", "writers", "commits", "strace fsyncs/commit", "counter fsyncs/commit")
+		t.Title = "fsync counts under strace"
+		t.Notes = []string{fmt.Sprintf("Each row is a child process (ptrace slows it, so only its ratio is used) run under `strace -f -c --seccomp-bpf -e trace=fsync,fdatasync` for %s, "+
 			"minus a child that only opened the log, made one commit and closed it. "+
-			"`counter` is the library's own counter (or FS-seam wrapper) in the same child.\n\n", cfg.straceDur)
-		fmt.Fprintf(w, "| library | mode | writers | commits | strace fsyncs/commit | counter fsyncs/commit |\n|---|---|---:|---:|---:|---:|\n")
+			"`counter` is the library's own counter (or FS-seam wrapper) in the same child.", cfg.straceDur)}
 		for _, s := range res.Strace {
 			if s.Err != "" {
-				fmt.Fprintf(w, "| %s | %s | %d | error: %s | | |\n", s.Lib, s.Mode, s.Writers, oneLine(s.Err))
+				t.Row(s.Lib, s.Mode, s.Writers, "error: "+oneLine(s.Err))
 				continue
 			}
 			ctr := "—"
 			if s.CounterSyncs >= 0 {
 				ctr = fmt.Sprintf("%.3f", s.CounterPerOp)
 			}
-			fmt.Fprintf(w, "| %s | %s | %d | %d | %.3f | %s |\n", s.Lib, s.Mode, s.Writers, s.Commits, s.StracePerOp, ctr)
+			t.Row(s.Lib, s.Mode, s.Writers, s.Commits, fmt.Sprintf("%.3f", s.StracePerOp), ctr)
 		}
+		t.Fprint(w)
 		fmt.Fprintln(w)
 	}
 
@@ -121,9 +126,9 @@ func report(w io.Writer, res *results, cfg config) {
 		if !res.DropCaches {
 			cache = "page cache NOT dropped (no permission): replays read warm cache"
 		}
-		fmt.Fprintf(w, "## Recovery: open and read every record of a %d MiB log\n\n", res.RecoveryMiB)
-		fmt.Fprintf(w, "%d B records written with each library's batch API, closed cleanly; %s; median of the timed replays.\n\n", cfg.size, cache)
-		fmt.Fprintf(w, "| library | records written | records recovered | open + read s | time × durawal |\n|---|---:|---:|---:|---:|\n")
+		t := measure.NewTable("library", "records written", "records recovered", "open + read s", "time × durawal")
+		t.Title = fmt.Sprintf("Recovery: open and read every record of a %d MiB log", res.RecoveryMiB)
+		t.Notes = []string{fmt.Sprintf("%d B records written with each library's batch API, closed cleanly; %s; median of the timed replays.", cfg.size, cache)}
 		for _, l := range res.Libs {
 			var secs, ratio []float64
 			var last recoveryRun
@@ -147,20 +152,22 @@ func report(w io.Writer, res *results, cfg config) {
 				continue
 			}
 			if last.Err != "" {
-				fmt.Fprintf(w, "| %s | %d | %d | error: %s | |\n", l.Name, last.Written, last.Recovered, oneLine(last.Err))
+				t.Row(l.Name, last.Written, last.Recovered, "error: "+oneLine(last.Err))
 				continue
 			}
-			fmt.Fprintf(w, "| %s | %d | %d | %.2f | %.2f |\n", l.Name, last.Written, last.Recovered, median(secs), median(ratio))
+			t.Row(l.Name, last.Written, last.Recovered, fmt.Sprintf("%.2f", median(secs)), fmt.Sprintf("%.2f", median(ratio)))
 		}
+		t.Fprint(w)
 		fmt.Fprintln(w)
 	}
 
 	if len(res.Torn) > 0 {
-		fmt.Fprintf(w, "## Torn tail: the last of %d durable records cut in half, then reopen\n\n", cfg.tornN)
-		fmt.Fprintf(w, "| library | records returned | outcome | error | cut |\n|---|---:|---|---|---|\n")
+		tb := measure.NewTable("library", "records returned", "outcome", "error", "cut")
+		tb.Title = fmt.Sprintf("Torn tail: the last of %d durable records cut in half, then reopen", cfg.tornN)
 		for _, t := range res.Torn {
-			fmt.Fprintf(w, "| %s | %d of %d | %s | %s | %s |\n", t.Lib, t.Recovered, t.Written, t.Outcome, oneLine(t.Err), t.Cut)
+			tb.Row(t.Lib, fmt.Sprintf("%d of %d", t.Recovered, t.Written), t.Outcome, oneLine(t.Err), t.Cut)
 		}
+		tb.Fprint(w)
 		fmt.Fprintln(w)
 	}
 	if len(res.Skipped) > 0 {

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/durawal/durawal/internal/measure"
 )
 
 // cell is one measured run: one library, mode and writer count.
@@ -58,47 +60,25 @@ func runCell(l *lib, dir string, m mode, writers, size int, d time.Duration, per
 	if dl, ok := lg.(*durawalLog); ok {
 		vfs0 = dl.vfsSyncs()
 	}
-	var (
-		stop     atomic.Bool
-		commits  atomic.Int64
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		lats     []time.Duration
-		firstErr error
-	)
-	start := time.Now()
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rec := record(size, w, 0)
-			mine := make([]time.Duration, 0, 4096)
-			for i := 0; ; i++ {
-				if perWriter > 0 && i >= perWriter || perWriter <= 0 && stop.Load() {
-					break
-				}
-				copy(rec, fmt.Sprintf("w%03d-%010d|", w, i))
-				t0 := time.Now()
-				if err := lg.Append(rec); err != nil {
-					mu.Lock()
-					firstErr = err
-					mu.Unlock()
-					break
-				}
-				mine = append(mine, time.Since(t0))
-				commits.Add(1)
-			}
-			mu.Lock()
-			lats = append(lats, mine...)
-			mu.Unlock()
-		}()
+	var commits atomic.Int64
+	ld := measure.Load{Workers: writers, Each: perWriter, For: d}
+	if perWriter > 0 {
+		ld.For = 0
 	}
-	if perWriter <= 0 {
-		time.Sleep(d)
-		stop.Store(true)
+	recs := make([][]byte, writers)
+	for w := range recs {
+		recs[w] = record(size, w, 0)
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
+	run, firstErr := measure.Drive(context.Background(), ld, func(_ context.Context, w, i int) error {
+		rec := recs[w]
+		copy(rec, fmt.Sprintf("w%03d-%010d|", w, i))
+		if err := lg.Append(rec); err != nil {
+			return err
+		}
+		commits.Add(1)
+		return nil
+	})
+	elapsed, lats := run.Elapsed, run.Latencies
 	syncs1 := lg.Syncs()
 	if dl, ok := lg.(*durawalLog); ok {
 		c.VFSSyncs = dl.vfsSyncs() - vfs0
@@ -113,8 +93,8 @@ func runCell(l *lib, dir string, m mode, writers, size int, d time.Duration, per
 	c.Commits = commits.Load()
 	c.Seconds = elapsed.Seconds()
 	c.PerSec = float64(c.Commits) / c.Seconds
-	c.P50us = float64(percentile(lats, 50)) / 1e3
-	c.P99us = float64(percentile(lats, 99)) / 1e3
+	c.P50us = float64(measure.Percentile(lats, 50)) / 1e3
+	c.P99us = float64(measure.Percentile(lats, 99)) / 1e3
 	c.Syncs = -1
 	if syncs0 >= 0 {
 		c.Syncs = syncs1 - syncs0

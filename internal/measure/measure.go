@@ -141,3 +141,15 @@ func Thousands(n int64) string {
 	}
 	return b.String()
 }
+
+// Median returns the median of xs (the lower middle for an even count), or 0
+// for none, without modifying xs: the figure the tools report over repeated
+// rounds.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[(len(s)-1)/2]
+}

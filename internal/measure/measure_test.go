@@ -45,3 +45,16 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+func TestMedian(t *testing.T) {
+	xs := []float64{3, 1, 2, 10}
+	if got := Median(xs); got != 2 {
+		t.Errorf("Median(%v) = %v, want 2 (the lower middle)", xs, got)
+	}
+	if xs[0] != 3 {
+		t.Error("Median sorted its argument")
+	}
+	if Median(nil) != 0 {
+		t.Error("Median(nil) != 0")
+	}
+}

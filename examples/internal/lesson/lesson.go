@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/durawal/durawal/internal/measure"
@@ -94,57 +93,12 @@ func (r *Recorder) Percentile(p float64) time.Duration {
 	return measure.Percentile(r.d, p)
 }
 
-// Table is a Markdown table built row by row.
-type Table struct {
-	rows [][]string // rows[0] is the header
-}
+// Table is the Markdown table every tool of this repository prints
+// (numbers right-aligned); see [measure.Table].
+type Table = measure.Table
 
 // NewTable returns a table with these column headers.
-func NewTable(header ...string) *Table {
-	return &Table{rows: [][]string{header}}
-}
-
-// Row adds a row; each cell is formatted with %v.
-func (t *Table) Row(cells ...any) {
-	row := make([]string, len(cells))
-	for i, c := range cells {
-		row[i] = fmt.Sprint(c)
-	}
-	t.rows = append(t.rows, row)
-}
-
-// Fprint writes the table to w with its columns padded to line up.
-func (t *Table) Fprint(w io.Writer) {
-	width := make([]int, len(t.rows[0]))
-	for _, row := range t.rows {
-		for i, c := range row {
-			if i < len(width) {
-				width[i] = max(width[i], len([]rune(c)))
-			}
-		}
-	}
-	line := func(cells []string) {
-		var b strings.Builder
-		b.WriteString("|")
-		for i, wd := range width {
-			c := ""
-			if i < len(cells) {
-				c = cells[i]
-			}
-			fmt.Fprintf(&b, " %s%s |", c, strings.Repeat(" ", wd-len([]rune(c))))
-		}
-		fmt.Fprintln(w, b.String())
-	}
-	line(t.rows[0])
-	sep := make([]string, len(width))
-	for i, wd := range width {
-		sep[i] = strings.Repeat("-", wd)
-	}
-	line(sep)
-	for _, row := range t.rows[1:] {
-		line(row)
-	}
-}
+func NewTable(header ...string) *Table { return measure.NewTable(header...) }
 
 // Explain writes a blank line and then text wrapped at 80 columns: the
 // lesson's paragraph of plain explanation.
@@ -189,42 +143,15 @@ func PerSecond(n int, d time.Duration) string {
 }
 
 // Load calls op total times, spread over clients goroutines that each call
-// it one call at a time (like sysbench threads or redis-benchmark clients),
-// and times every call. It returns the wall time of the whole run, the
-// latencies, and the first error, which stops the run.
+// it one call at a time (like sysbench threads or redis-benchmark clients)
+// and start together, and times every call ([measure.Drive]). It returns the
+// wall time of the whole run, the latencies, and the first error, which
+// stops the run.
 func Load(ctx context.Context, clients, total int, op func(ctx context.Context) error) (time.Duration, *Recorder, error) {
-	var (
-		next    atomic.Int64
-		wg      sync.WaitGroup
-		errOnce sync.Once
-		first   error
-		all     = &Recorder{d: make([]time.Duration, 0, total)}
-	)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	per := make([][]time.Duration, clients)
-	start := time.Now()
-	for c := range clients {
-		wg.Go(func() {
-			lat := make([]time.Duration, 0, total/clients+1)
-			for next.Add(1) <= int64(total) && ctx.Err() == nil {
-				t := time.Now()
-				err := op(ctx)
-				lat = append(lat, time.Since(t))
-				if err != nil {
-					errOnce.Do(func() { first = err; cancel() })
-					break
-				}
-			}
-			per[c] = lat
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	for _, lat := range per {
-		all.d = append(all.d, lat...)
-	}
-	return elapsed, all, first
+	run, err := measure.Drive(ctx, measure.Load{Workers: clients, Total: total}, func(ctx context.Context, _, _ int) error {
+		return op(ctx)
+	})
+	return run.Elapsed, &Recorder{d: run.Latencies}, err
 }
 
 // Rows parses the Markdown tables in out (as [Table.Fprint] writes them) and

@@ -21,15 +21,6 @@ func TestRecorderPercentile(t *testing.T) {
 	require.Equal(t, 100*time.Millisecond, r.Percentile(100))
 }
 
-func TestTable(t *testing.T) {
-	tb := NewTable("level", "fsyncs")
-	tb.Row(1, "10,209")
-	tb.Row("µ", 4)
-	var b strings.Builder
-	tb.Fprint(&b)
-	require.Equal(t, "| level | fsyncs |\n| ----- | ------ |\n| 1     | 10,209 |\n| µ     | 4      |\n", b.String())
-}
-
 func TestFormatting(t *testing.T) {
 	require.Equal(t, "7,680/s", PerSecond(7680, time.Second))
 	require.Equal(t, "131 µs", Micros(131*time.Microsecond))
