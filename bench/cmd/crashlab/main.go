@@ -27,6 +27,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/durawal/durawal/internal/measure"
 )
 
 func main() {
@@ -166,8 +168,7 @@ func missingTools() []string {
 }
 
 func table(c config, rs []TrialReport) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "| policy | trials | acked (total) | lost min / median / max | oldest lost ack age | promise (lost on power loss) | violations |\n|---|---|---|---|---|---|---|\n")
+	t := measure.NewTable("policy", "trials", "acked (total)", "lost min / median / max", "oldest lost ack age", "promise (lost on power loss)", "violations")
 	for _, p := range c.policies {
 		var lost []uint64
 		var acked uint64
@@ -192,8 +193,10 @@ func table(c config, rs []TrialReport) string {
 		if len(lost) > 0 {
 			lm = fmt.Sprintf("%d / %d / %d", lost[0], lost[len(lost)/2], lost[len(lost)-1])
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %d |\n", p.Name, n, acked, lm, age, p.Promise(c.slack).Text, viol)
+		t.Row(p.Name, n, measure.Thousands(int64(acked)), lm, age, p.Promise(c.slack).Text, viol)
 	}
+	var b strings.Builder
+	t.Fprint(&b)
 	return b.String()
 }
 
