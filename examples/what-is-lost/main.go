@@ -18,8 +18,15 @@
 // "lost" counts those that recovery did not find; "oldest" is how long before
 // the crash the oldest lost one had been acknowledged: the loss window.
 //
-//	go run ./examples/what-is-lost          # each crash after ~1.3 s of commits
-//	go run ./examples/what-is-lost -quick   # after ~0.3 s
+//   - A real kernel crash, when QEMU and the crash lab's other tools are
+//     installed (the lesson says which packages when they are not): see
+//     kernel.go and bench/cmd/crashlab.
+//
+// Run it:
+//
+//	go run ./examples/what-is-lost              # each crash after ~1.3 s of commits
+//	go run ./examples/what-is-lost -quick       # after ~0.3 s, no real kernel
+//	go run ./examples/what-is-lost -kernel=off  # without the real kernel crash
 package main
 
 import (
@@ -73,8 +80,10 @@ func run(ctx context.Context, dir string, quick bool, out io.Writer) error {
 	runFor := lesson.Pick(quick, 1300*time.Millisecond, 300*time.Millisecond)
 
 	cuts, kills := map[string]outcome{}, map[string]outcome{}
+	kernel, kernelNote := realKernel(ctx, dir, quick)
 	t := lesson.NewTable("policy", "power loss: lost / acked", "oldest lost",
-		"kill -9: lost / acked", "oldest lost", "promise: kill -9", "promise: power loss")
+		"kill -9: lost / acked", "oldest lost", "promise: kill -9", "promise: power loss",
+		"real kernel crash: lost / acked", "oldest lost")
 	for _, p := range policies {
 		cut, err := powerLoss(ctx, p.policy(), runFor)
 		if err != nil {
@@ -85,9 +94,15 @@ func run(ctx context.Context, dir string, quick bool, out io.Writer) error {
 			return fmt.Errorf("%s, kill -9: %w", p.name, err)
 		}
 		cuts[p.name], kills[p.name] = cut, kill
-		t.Row(p.name, cut.lostOf(), cut.window(), kill.lostOf(), kill.window(), p.onKill, p.onCut)
+		kl, kw := "—", "—"
+		if k, ok := kernel[p.name]; ok {
+			kl, kw = k.lostOf(), k.window()
+		}
+		t.Row(p.name, cut.lostOf(), cut.window(), kill.lostOf(), kill.window(), p.onKill, p.onCut, kl, kw)
 	}
 	t.Fprint(out)
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, kernelNote)
 
 	lesson.Explain(out, explain(runFor, cuts, kills))
 	return nil

@@ -85,3 +85,18 @@ func TestExplain(t *testing.T) {
 	require.Contains(t, text, "here 4 of 10 acknowledged")
 	require.Contains(t, text, "here it was not (oldest power-loss loss 400ms against 299ms)")
 }
+
+func TestKernelOutcomes(t *testing.T) {
+	got, err := kernelOutcomes([]byte(`[
+		{"Policy": "innodb=1", "Acked": 900, "Lost": 0, "OldestLostAge": -1},
+		{"Policy": "innodb=2", "Acked": 1000, "Lost": 40, "OldestLostAge": 300000000},
+		{"Policy": "innodb=2", "Acked": 500, "Lost": 10, "OldestLostAge": 700000000}]`))
+	require.NoError(t, err)
+	require.Equal(t, outcome{acked: 900}, got["innodb=1"])
+	require.Equal(t, outcome{acked: 1500, lost: 50, oldest: 700 * time.Millisecond}, got["innodb=2"])
+
+	_, err = kernelOutcomes([]byte(`[{"Policy": "innodb=1", "Acked": 9, "Lost": 1, "Violations": ["promise \"nothing\" broken"]}]`))
+	require.ErrorContains(t, err, "broke its promise")
+	_, err = kernelOutcomes([]byte(`[{"Policy": "sync-every-n=9"}]`))
+	require.ErrorContains(t, err, "no row")
+}

@@ -115,3 +115,40 @@ func TestPolicyNames(t *testing.T) {
 		}
 	}
 }
+
+func TestFindPolicyAndPromise(t *testing.T) {
+	const slack = 500 * time.Millisecond
+	for _, tc := range []struct {
+		name, guest string
+		want        Promise
+	}{
+		{"SyncEveryCommit", "SyncEveryCommit", Promise{Nothing: true}},
+		{"SyncEveryN", "SyncEveryN", Promise{MaxLost: (everyN - 1) * goroutines}},
+		{"innodb=1", "innodb=1", Promise{Nothing: true}},
+		{"innodb=2", "innodb=2", Promise{MaxAge: time.Second + slack}},
+		{"innodb=0", "innodb=0", Promise{MaxAge: time.Second + slack}},
+		{"appendfsync=everysec", "appendfsync=everysec", Promise{MaxAge: time.Second + slack}},
+		{"appendfsync=no", "appendfsync=no", Promise{Unbounded: true}},
+		{"postgres-async", "postgres-async", Promise{MaxAge: 600*time.Millisecond + slack}},
+	} {
+		p, ok := findPolicy(tc.name)
+		if !ok {
+			t.Errorf("%s: not found", tc.name)
+			continue
+		}
+		got := p.Promise(slack)
+		got.Text = ""
+		if got != tc.want {
+			t.Errorf("%s: promise %+v, want %+v", tc.name, got, tc.want)
+		}
+		if g := guestName(p); g != tc.guest {
+			t.Errorf("%s: guest name %q, want %q", tc.name, g, tc.guest)
+		}
+		if q, ok := findPolicy(guestName(p)); !ok || q.Build() != p.Build() {
+			t.Errorf("%s: the guest builds %v, the host judged %v", tc.name, q.Build(), p.Build())
+		}
+	}
+	if _, ok := findPolicy("innodb=3"); ok {
+		t.Error("innodb=3 was accepted")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc64"
+	"strings"
 	"time"
 
 	"github.com/durawal/durawal/policy"
@@ -86,36 +87,68 @@ const (
 	everyN   = 4
 )
 
+// labPolicies are the seven families, with intervals short enough that a
+// few seconds of commits cross many of them.
 var labPolicies = []labPolicy{
-	{"SyncEveryCommit", policy.SyncEveryCommit, func(time.Duration) Promise { return Promise{Text: "nothing", Nothing: true} }},
-	{fmt.Sprintf("SyncEveryN(%d)", everyN), func() policy.Policy { return policy.SyncEveryN(everyN) }, func(time.Duration) Promise {
-		// < n groups; a group holds at most one commit per goroutine.
-		return Promise{Text: fmt.Sprintf("< %d groups (≤ %d commits)", everyN, (everyN-1)*goroutines), MaxLost: (everyN - 1) * goroutines}
-	}},
-	{"SyncInterval(200ms)", func() policy.Policy { return policy.SyncInterval(ivl) }, func(s time.Duration) Promise {
-		return Promise{Text: fmt.Sprintf("≤ d + 2·fsync (%s)", ivl+s), MaxAge: ivl + s}
-	}},
-	{"SyncIntervalPostponed(200ms,2s)", func() policy.Policy { return policy.SyncIntervalPostponed(ivl, 2*time.Second) }, func(s time.Duration) Promise {
-		return Promise{Text: fmt.Sprintf("≤ d + 2·fsync (%s)", ivl+s), MaxAge: ivl + s}
-	}},
-	{"BufferedInterval(200ms,50ms)", func() policy.Policy { return policy.BufferedInterval(ivl, writeDly) }, func(s time.Duration) Promise {
-		return Promise{Text: fmt.Sprintf("≤ max(w,d) + 2·fsync (%s)", ivl+s), MaxAge: ivl + s}
-	}},
-	{"AsyncCommit(100ms,1MiB)", func() policy.Policy { return policy.AsyncCommit(100*time.Millisecond, 1<<20) }, func(s time.Duration) Promise {
-		return Promise{Text: fmt.Sprintf("≤ 3·d + fsync (%s)", 300*time.Millisecond+s), MaxAge: 300*time.Millisecond + s}
-	}},
-	{"SyncNever", policy.SyncNever, func(time.Duration) Promise {
-		return Promise{Text: "whatever the OS had not flushed", Unbounded: true}
-	}},
+	named("SyncEveryCommit", policy.SyncEveryCommit()),
+	named(fmt.Sprintf("SyncEveryN(%d)", everyN), policy.SyncEveryN(everyN)),
+	named("SyncInterval(200ms)", policy.SyncInterval(ivl)),
+	named("SyncIntervalPostponed(200ms,2s)", policy.SyncIntervalPostponed(ivl, 2*time.Second)),
+	named("BufferedInterval(200ms,50ms)", policy.BufferedInterval(ivl, writeDly)),
+	named("AsyncCommit(100ms,1MiB)", policy.AsyncCommit(100*time.Millisecond, 1<<20)),
+	named("SyncNever", policy.SyncNever()),
 }
 
+func named(name string, p policy.Policy) labPolicy {
+	return labPolicy{Name: name, Build: func() policy.Policy { return p }, Promise: func(s time.Duration) Promise { return promiseOf(p, s) }}
+}
+
+// promiseOf is what p promises to lose in an OS crash (the README's "lost
+// on power loss" column): slack stands for the 2·fsync term of the time
+// bounds plus the emulator's timer slack.
+func promiseOf(p policy.Policy, slack time.Duration) Promise {
+	d, w := p.Interval(), p.WriteDelay()
+	switch p.Kind() {
+	case policy.KindSyncEveryCommit:
+		return Promise{Text: "nothing", Nothing: true}
+	case policy.KindSyncEveryN:
+		// < n groups; a group holds at most one commit per goroutine.
+		n := p.N()
+		return Promise{Text: fmt.Sprintf("< %d groups (≤ %d commits)", n, (n-1)*goroutines), MaxLost: (n - 1) * goroutines}
+	case policy.KindSyncInterval, policy.KindSyncIntervalPostponed:
+		return Promise{Text: fmt.Sprintf("≤ d + 2·fsync (%s)", d+slack), MaxAge: d + slack}
+	case policy.KindBufferedInterval:
+		return Promise{Text: fmt.Sprintf("≤ max(w,d) + 2·fsync (%s)", max(w, d)+slack), MaxAge: max(w, d) + slack}
+	case policy.KindAsyncCommit:
+		return Promise{Text: fmt.Sprintf("≤ 3·d + fsync (%s)", 3*d+slack), MaxAge: 3*d + slack}
+	}
+	return Promise{Text: "whatever the OS had not flushed", Unbounded: true}
+}
+
+// findPolicy returns the lab policy called name (with or without its
+// parameters), or, for any other name, the policy policy.Parse reads from it
+// ("innodb=2", "appendfsync=everysec", "sync-every-n=8"), named as given.
 func findPolicy(name string) (labPolicy, bool) {
 	for _, p := range labPolicies {
 		if p.Name == name || shortName(p.Name) == name {
 			return p, true
 		}
 	}
+	if p, err := policy.Parse(name); err == nil {
+		return named(name, p), true
+	}
 	return labPolicy{}, false
+}
+
+// guestName is how the guest is told the policy on the kernel command line
+// (no spaces): the short name of a lab policy, else the spec itself.
+func guestName(p labPolicy) string {
+	for _, q := range labPolicies {
+		if q.Name == p.Name {
+			return shortName(p.Name)
+		}
+	}
+	return strings.ReplaceAll(p.Name, " ", "")
 }
 
 // shortName is the name without its parameters ("SyncEveryN(4)" → "SyncEveryN").
@@ -126,4 +159,15 @@ func shortName(n string) string {
 		}
 	}
 	return n
+}
+
+// safeName is name as a file name: the short name, with anything but
+// letters, digits, '-' and '_' replaced by '_'.
+func safeName(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, shortName(name))
 }
