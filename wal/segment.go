@@ -214,7 +214,13 @@ func (l *Log) prepareSegment() (*segment, error) {
 		l.fs.Remove(path)
 		return nil, err
 	}
-	const chunk = 1 << 20 // a multiple of every accepted alignment
+	// 64 KiB zero-fill writes: a multiple of every accepted alignment, and
+	// small enough that the page cache keeps small folios for the file. After
+	// a zero-fill in 1 MiB writes, a 104-byte pwrite into the segment cost
+	// 2.1× as much (7.0–7.7 µs against 2.8–3.7 µs, medians of 5 interleaved
+	// rounds on the loaded 2-core dev VM, ext4, Linux 6.x); 4 KiB writes made
+	// the zero-fill itself 3.6× slower.
+	const chunk = 64 << 10
 	zeros := alignedBuf(int(min(chunk, l.opts.SegmentSize)), l.dio.align)
 	for off := int64(0); off < l.opts.SegmentSize; off += int64(len(zeros)) {
 		clear(zeros) // the FS may scramble written buffers
