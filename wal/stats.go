@@ -21,6 +21,35 @@ type counters struct {
 	postponedWrites, delayedWrites                atomic.Uint64
 	fsyncTime, fsyncMax, writeTime, fsyncsPending atomic.Int64
 	poisoned                                      atomic.Bool
+	seg                                           segCounters
+}
+
+// segCounters count the segment lifecycle (SegmentStats).
+type segCounters struct {
+	prepared, prepareBytes atomic.Uint64
+	prepareTime            atomic.Int64
+	waitTime, waitMax      atomic.Int64
+}
+
+// SegmentStats counts the segment lifecycle: preparing the next segment
+// (zero-filling and syncing it, in the background, once the current one is
+// half full) and the appends that had to wait for one. Counts are since
+// Open; durations are totals of wall time.
+type SegmentStats struct {
+	// Prepared counts segments prepared, the one a new log starts with
+	// included.
+	Prepared uint64
+	// PrepareTime is the time spent preparing them (zero-fill and sync).
+	PrepareTime time.Duration
+	// PrepareBytes counts the bytes written to prepare them.
+	PrepareBytes uint64
+	// Waits counts appends that waited for a segment to be prepared, those
+	// that found a preparation already running included (the same count as
+	// Stats.SegmentCreateStalls).
+	Waits uint64
+	// WaitTime is the total time appends spent in those waits, and WaitMax
+	// the longest one: what the worst commits of a roll waited on.
+	WaitTime, WaitMax time.Duration
 }
 
 // Stats is a snapshot of the log's counters. Each mirrors a counter people
@@ -80,8 +109,12 @@ type Stats struct {
 	// before copying their record (Innodb_log_waits, wal_buffers_full).
 	BufferFullWaits uint64
 	// SegmentCreateStalls counts appends that waited for a new segment to
-	// be prepared (InnoDB waiting for the next redo file).
+	// be prepared, whether they started the preparation or found it running
+	// (InnoDB waiting for the next redo file). Segment times the waits.
 	SegmentCreateStalls uint64
+	// Segment counts the segment lifecycle: preparations and the waits for
+	// them.
+	Segment SegmentStats
 	// PostponedWrites counts writes postponed because a background sync was
 	// running (Redis latency event aof-write-pending-fsync).
 	PostponedWrites uint64
@@ -157,13 +190,21 @@ func (l *Log) Stats() Stats {
 		Rolls:               c.rolls.Load(),
 		BufferFullWaits:     c.bufferFullWaits.Load(),
 		SegmentCreateStalls: c.segmentCreateStalls.Load(),
-		PostponedWrites:     c.postponedWrites.Load(),
-		DelayedWrites:       c.delayedWrites.Load(),
-		Poisoned:            c.poisoned.Load(),
-		AppendedLSN:         LSN(l.appended.Load()),
-		WrittenLSN:          LSN(l.written.Load()),
-		SyncedLSN:           LSN(l.synced.Load()),
-		Group:               l.q.Stats(),
+		Segment: SegmentStats{
+			Prepared:     c.seg.prepared.Load(),
+			PrepareTime:  time.Duration(c.seg.prepareTime.Load()),
+			PrepareBytes: c.seg.prepareBytes.Load(),
+			Waits:        c.segmentCreateStalls.Load(),
+			WaitTime:     time.Duration(c.seg.waitTime.Load()),
+			WaitMax:      time.Duration(c.seg.waitMax.Load()),
+		},
+		PostponedWrites: c.postponedWrites.Load(),
+		DelayedWrites:   c.delayedWrites.Load(),
+		Poisoned:        c.poisoned.Load(),
+		AppendedLSN:     LSN(l.appended.Load()),
+		WrittenLSN:      LSN(l.written.Load()),
+		SyncedLSN:       LSN(l.synced.Load()),
+		Group:           l.q.Stats(),
 
 		PaddingBytes:            c.paddingBytes.Load(),
 		FullBlockWrites:         c.fullBlockWrites.Load(),
@@ -172,5 +213,16 @@ func (l *Log) Stats() Stats {
 		SyncMethodFallback:      l.fellBack,
 		DirectIOAlignment:       l.dio.align,
 		DirectIOAlignmentSource: l.dio.source,
+	}
+}
+
+// addWait records one wait for a prepared segment.
+func (c *segCounters) addWait(d time.Duration) {
+	c.waitTime.Add(int64(d))
+	for {
+		m := c.waitMax.Load()
+		if int64(d) <= m || c.waitMax.CompareAndSwap(m, int64(d)) {
+			return
+		}
 	}
 }

@@ -7,7 +7,10 @@ package wal_test
 
 import (
 	"context"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
@@ -45,4 +48,45 @@ func TestStatsGroupCounters(t *testing.T) {
 	s = l.Stats()
 	require.Equal(t, uint64(n), s.Commits)
 	require.Equal(t, uint64(n+2), s.Group.Commits, "Close's final flush is a wait")
+}
+
+// TestSegmentWaitsCounted: an append that reaches the end of a segment while
+// the next one is still being prepared (started at the half-full mark) waits
+// for it, and that wait is counted and timed, although the append did not
+// start the preparation. Preparations are counted with their bytes.
+func TestSegmentWaitsCounted(t *testing.T) {
+	const segSize = 8 << 10
+	var armed atomic.Bool
+	release := make(chan struct{})
+	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+		// The next segment's temporary file (a handle keeps the path it was
+		// opened with, so the first segment's writes still say prepare-1).
+		if armed.Load() && op.Kind == vfs.OpWrite && strings.Contains(op.Path, "prepare-2") {
+			<-release // the next segment's zero-fill hangs until released
+		}
+		return nil
+	})
+	l, err := wal.Open(faultDir, wal.Options{FS: vfs.Inject(vfs.NewMem(), inj), SegmentSize: segSize, Policy: policy.SyncNever()})
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), l.Stats().Segment.Prepared, "the first segment")
+	armed.Store(true)
+	const hold = 30 * time.Millisecond
+	time.AfterFunc(hold, func() { close(release) })
+	start := time.Now()
+	for i := 0; l.Stats().Rolls == 0 && time.Since(start) < 10*time.Second; i++ {
+		_, err := l.Append(payload(i, 500))
+		require.NoError(t, err)
+		if l.AppendedLSN() > segSize {
+			break
+		}
+	}
+	require.NoError(t, l.Close())
+	s := l.Stats()
+	require.Equal(t, uint64(1), s.SegmentCreateStalls, "the append at the segment's end waited for the running preparation")
+	require.Equal(t, s.SegmentCreateStalls, s.Segment.Waits)
+	require.GreaterOrEqual(t, s.Segment.WaitTime, hold/2, "the wait is timed")
+	require.Equal(t, s.Segment.WaitTime, s.Segment.WaitMax, "one wait: the total is the longest")
+	require.Equal(t, uint64(2), s.Segment.Prepared)
+	require.Equal(t, uint64(2*segSize), s.Segment.PrepareBytes)
+	require.Positive(t, s.Segment.PrepareTime)
 }

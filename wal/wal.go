@@ -403,8 +403,12 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte) (LSN, error) {
 		}
 		if deadline.IsZero() {
 			deadline = time.Now().Add(l.opts.NoSpaceTimeout)
+			l.stats.segmentCreateStalls.Add(1) // once per append, however often it waits
 		}
-		if err := l.awaitSpareLocked(ctx, deadline); err != nil {
+		waitStart := time.Now()
+		err := l.awaitSpareLocked(ctx, deadline)
+		l.stats.seg.addWait(time.Since(waitStart))
+		if err != nil {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				return 0, fmt.Errorf("%w: %w", ErrNotAppended, err)
 			}
@@ -477,7 +481,6 @@ func (l *Log) awaitSpareLocked(ctx context.Context, deadline time.Time) error {
 			}
 			l.prepErr = nil
 		}
-		l.stats.segmentCreateStalls.Add(1)
 		l.startPrepareLocked()
 	}
 	done := l.prepDone
