@@ -2,10 +2,12 @@ package wal
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/durawal/durawal/wal/vfs"
@@ -189,10 +191,16 @@ func (r *Reader) Close() error {
 
 // RemoveBefore removes, oldest first, every segment whose frames all lie
 // below lsn (a checkpoint: the caller no longer needs those records). The
-// active segment is never removed. Each removal is made durable (directory
-// synced) before the next, so a crash leaves a contiguous suffix of the
-// log. It returns the first LSN still kept. Readers positioned in a removed
-// segment fail with fs.ErrNotExist. Errors: ErrClosed, or the filesystem's.
+// active segment is never removed. The new start of the log is recorded
+// (the first-lsn file, synced) before any file is removed, so a missing
+// oldest segment is damage and a crash between the removals is finished by
+// the next Open; each removal is then made durable (directory synced)
+// before the next. Appends, rolls and readers do not wait for the removals:
+// the segment list is updated at once, under a lock held only for that. It
+// returns the first LSN still kept. Readers positioned in a removed segment
+// fail with fs.ErrNotExist. Concurrent calls are serialized. Errors:
+// ErrClosed, or the filesystem's (the segments not yet removed are then
+// removed by the next Open).
 func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 	l.mu.Lock()
 	closed := l.closed
@@ -200,28 +208,38 @@ func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 	if closed {
 		return 0, ErrClosed
 	}
+	l.removeMu.Lock()
+	defer l.removeMu.Unlock()
+	// Only RemoveBefore shortens the list at its front, and rolls only
+	// append to it: the first k entries stay what they are read as here.
 	l.segsMu.Lock()
-	defer l.segsMu.Unlock()
-	// Record the new start first, so a missing oldest segment is damage
-	// and a crash between the removals is finished by the next Open.
 	k := 0
 	for k+1 < len(l.segFirsts) && l.segFirsts[k+1] <= lsn {
 		k++
 	}
+	doomed := slices.Clone(l.segFirsts[:k])
+	first := l.segFirsts[k]
+	l.segsMu.Unlock()
 	if k > 0 {
-		if err := l.writeFirstLSN(l.segFirsts[k]); err != nil {
-			return l.segFirsts[0], fmt.Errorf("wal: recording the new first LSN %d: %w", l.segFirsts[k], err)
+		if err := l.writeFirstLSN(first); err != nil {
+			return doomed[0], fmt.Errorf("wal: recording the new first LSN %d: %w", first, err)
 		}
+		l.segsMu.Lock()
+		l.segFirsts = l.segFirsts[k:]
+		l.segsMu.Unlock()
 	}
-	for len(l.segFirsts) > 1 && l.segFirsts[1] <= lsn {
-		name := segmentName(l.segFirsts[0])
-		if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
-			return l.segFirsts[0], fmt.Errorf("wal: removing %s: %w", name, err)
+	// Out of the list now; a removal that fails is retried by the next
+	// call (or finished by the next Open).
+	l.leftover = append(l.leftover, doomed...)
+	for len(l.leftover) > 0 {
+		name := segmentName(l.leftover[0])
+		if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return first, fmt.Errorf("wal: removing %s: %w", name, err)
 		}
 		if err := l.syncDir(); err != nil {
-			return l.segFirsts[0], fmt.Errorf("wal: removing %s: %w", name, err)
+			return first, fmt.Errorf("wal: removing %s: %w", name, err)
 		}
-		l.segFirsts = l.segFirsts[1:]
+		l.leftover = l.leftover[1:]
 	}
-	return l.segFirsts[0], nil
+	return first, nil
 }

@@ -1,9 +1,13 @@
 package wal_test
 
 import (
+	"fmt"
 	"io"
 	"io/fs"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
@@ -236,4 +240,104 @@ func TestFrameEndsAtSegmentEnd(t *testing.T) {
 	_, got, _ := replay(t, mem, opts)
 	require.Len(t, got, 2)
 	require.Len(t, segments(t, mem), 2)
+}
+
+// TestRemoveBeforeDoesNotStallCommitsOrReaders: while RemoveBefore is inside
+// a slow removal (its file removals and directory syncs can take
+// milliseconds each on a real disk), appends that roll to a new segment and
+// readers of the kept segments go on; they used to wait for the whole
+// removal on the segment-list lock.
+func TestRemoveBeforeDoesNotStallCommitsOrReaders(t *testing.T) {
+	var armed atomic.Bool
+	inRemove, release := make(chan struct{}), make(chan struct{})
+	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpRemove && armed.CompareAndSwap(true, false) {
+			close(inRemove)
+			<-release
+		}
+		return nil
+	})
+	mem := vfs.NewMem()
+	l := openLog(t, vfs.Inject(mem, inj), wal.Options{SegmentSize: 8 << 10})
+	var lsns []wal.LSN
+	for i := 0; len(segments(t, mem)) < 5; i++ {
+		lsn, err := l.Append(record(7, i, 300))
+		require.NoError(t, err)
+		lsns = append(lsns, lsn)
+	}
+	keep := segFirst(t, segments(t, mem)[3])
+	armed.Store(true)
+	removed := make(chan error, 1)
+	go func() {
+		_, err := l.RemoveBefore(keep)
+		removed <- err
+	}()
+	<-inRemove
+
+	done := make(chan error, 1)
+	go func() {
+		rolls := l.Stats().Rolls
+		for i := 0; l.Stats().Rolls == rolls; i++ {
+			if _, err := l.Append(record(8, i, 300)); err != nil {
+				done <- err
+				return
+			}
+		}
+		r, err := l.NewReader(keep)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer r.Close()
+		lsn, _, err := r.Next()
+		if err == nil && lsn != keep {
+			err = fmt.Errorf("reader started at %d, want %d", lsn, keep)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("a roll or a reader waited for RemoveBefore's removals")
+	}
+	close(release)
+	require.NoError(t, <-removed)
+	require.Equal(t, keep, segFirst(t, segments(t, mem)[0]))
+	require.NoError(t, l.Close())
+}
+
+// TestRemoveBeforeRetriesAFailedRemoval: a segment whose removal failed is
+// out of the log (the recorded start moved past it) and is removed by the
+// next RemoveBefore.
+func TestRemoveBeforeRetriesAFailedRemoval(t *testing.T) {
+	var fail atomic.Bool
+	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpRemove && strings.HasSuffix(op.Path, ".wal") && fail.CompareAndSwap(true, false) {
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	mem := vfs.NewMem()
+	l := openLog(t, vfs.Inject(mem, inj), wal.Options{SegmentSize: 8 << 10})
+	for i := 0; len(segments(t, mem)) < 4; i++ {
+		_, err := l.Append(record(9, i, 300))
+		require.NoError(t, err)
+	}
+	segs := segments(t, mem)
+	keep := segFirst(t, segs[2])
+	fail.Store(true)
+	first, err := l.RemoveBefore(keep)
+	require.ErrorIs(t, err, vfs.ErrInjected)
+	require.Equal(t, keep, first, "the start moved although a file stayed")
+	require.Contains(t, segments(t, mem), segs[0])
+	first, err = l.RemoveBefore(keep)
+	require.NoError(t, err)
+	require.Equal(t, keep, first)
+	require.Equal(t, segs[2:], segments(t, mem), "the leftover was removed")
+	require.NoError(t, l.Close())
+	_, got, info := replay(t, mem, wal.Options{SegmentSize: 8 << 10})
+	require.Equal(t, keep, info.FirstLSN)
+	require.NotEmpty(t, got)
 }

@@ -238,7 +238,10 @@ const firstLSNName = "first-lsn"
 // synced.
 func (l *Log) writeFirstLSN(first LSN) error {
 	tmp := filepath.Join(l.dir, firstLSNName+tmpSuffix)
-	l.fs.Remove(tmp) // a leftover of a crash
+	// A leftover of a failed earlier call (Open removed any from a crash).
+	if err := l.fs.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
 	f, err := l.fs.Create(tmp, l.bufferedMethod())
 	if err != nil {
 		return err

@@ -56,7 +56,9 @@ type Log struct {
 	writeSeg *segment   // segment that receives the write at the written LSN
 	dio      dioState   // direct-I/O state of writeSeg (owned like writeSeg)
 
-	segsMu    sync.Mutex // guards segFirsts; held while RemoveBefore removes files
+	segsMu    sync.Mutex // guards segFirsts; held only to read or change the list
+	removeMu  sync.Mutex // serializes RemoveBefore calls; held across their file removals and syncs
+	leftover  []LSN      // segments below the recorded start that a failed RemoveBefore left; guarded by removeMu
 	segFirsts []LSN      // first LSNs of the installed segments, ascending
 
 	appended, written, synced atomic.Uint64
