@@ -151,8 +151,15 @@ func (l *Log) checkSegmentHeaders(firsts []LSN) error {
 		if err != nil {
 			return fmt.Errorf("wal: open: reading the header of %s: %w", path, err)
 		}
-		if err := checkHeader(hdr, name, first); err != nil { // the size: when the file is read
+		if err := checkHeader(hdr, name, first); err != nil {
 			return err
+		}
+		// An extended file is damage whatever it holds: say so before
+		// anything reads it whole (a truncated one is checked when read,
+		// to report where its frames end).
+		if created := int64(binary.LittleEndian.Uint32(hdr[12:16])) * frameAlign; created != 0 && size > created {
+			return &CorruptionError{Segment: name, Offset: created,
+				Reason: fmt.Sprintf("segment file is %d bytes but was created with %d: truncated or extended", size, created)}
 		}
 	}
 	return nil

@@ -602,6 +602,11 @@ func (l *Log) Close() error {
 	}
 	l.q.Fail(ErrClosed)
 	l.wg.Wait() // the flusher and any preparer have stopped
+	// A RemoveBefore that passed its closed check finishes its removals
+	// before the directory lock is released: another Log may open the
+	// directory as soon as it is.
+	l.removeMu.Lock()
+	defer l.removeMu.Unlock()
 	l.mu.Lock()
 	spare := l.spare
 	l.spare = nil
