@@ -200,12 +200,26 @@ func (l *Log) recover() error {
 				return fmt.Errorf("wal: open: rewriting the unvouched frames of %s: %w", name, err)
 			}
 		}
+		// A torn tail an earlier Open cut (its quarantine file says where)
+		// may still be on the disk although this Open reads zeros: if that
+		// Open's sync after zeroing failed, Linux marked the zeroed pages
+		// clean without writing them (fsyncgate), and a power loss would
+		// bring the cut frames back after new ones. Zero it again.
+		stale := int64(0)
+		for _, q := range l.info.Quarantined {
+			if q.FromLSN >= first && q.EndLSN > end {
+				stale = max(stale, int64(q.EndLSN-end))
+			}
+		}
+		stale = min(stale, s.size-s.offset(end))
 		if l.info.TornBytes > 0 {
 			off := s.offset(end)
 			if err := l.quarantine(end, buf[off:off+l.info.TornBytes]); err != nil {
 				return fmt.Errorf("wal: open: quarantining the torn tail of %s: %w", name, err)
 			}
-			if err := l.zeroTail(s, end); err != nil {
+		}
+		if n := max(l.info.TornBytes, stale); n > 0 {
+			if err := l.zeroTail(s, end, n); err != nil {
 				return fmt.Errorf("wal: open: truncating the torn tail of %s: %w", name, err)
 			}
 		} else if err := l.syncFile(f); err != nil { // makes the recovered frames durable
@@ -565,9 +579,9 @@ func (l *Log) quarantine(from LSN, p []byte) error {
 // so no stale frame can ever be read as live and new frames follow the last
 // valid one. The sync is a real one under every method: the recovered
 // frames may have been written by an earlier process through the page cache.
-func (l *Log) zeroTail(s *segment, end LSN) error {
+func (l *Log) zeroTail(s *segment, end LSN, n int64) error {
 	off := s.offset(end)
-	stop := off + l.info.TornBytes
+	stop := off + n
 	f := s.f
 	if l.method.Direct() {
 		if stop <= s.limit {
@@ -576,7 +590,7 @@ func (l *Log) zeroTail(s *segment, end LSN) error {
 			if err := l.zeroDirect(s, alignUp(stop, l.dio.align)); err != nil {
 				return err
 			}
-			l.opts.Logger.Warn("wal: truncated a torn tail", "segment", s.path, "lsn", end, "bytes", l.info.TornBytes)
+			l.opts.Logger.Warn("wal: zeroed the tail", "segment", s.path, "lsn", end, "bytes", n, "torn_bytes", l.info.TornBytes)
 			return l.syncFile(s.f)
 		}
 		// The torn bytes reach an unaligned end that O_DIRECT cannot
@@ -589,7 +603,7 @@ func (l *Log) zeroTail(s *segment, end LSN) error {
 		defer bf.Close()
 		f = bf
 	}
-	zeros := make([]byte, min(1<<20, l.info.TornBytes))
+	zeros := make([]byte, min(1<<20, n))
 	for off < stop {
 		clear(zeros)
 		n := min(int64(len(zeros)), stop-off)
@@ -598,7 +612,7 @@ func (l *Log) zeroTail(s *segment, end LSN) error {
 		}
 		off += n
 	}
-	l.opts.Logger.Warn("wal: truncated a torn tail", "segment", s.path, "lsn", end, "bytes", l.info.TornBytes)
+	l.opts.Logger.Warn("wal: zeroed the tail", "segment", s.path, "lsn", end, "bytes", n, "torn_bytes", l.info.TornBytes)
 	return l.syncFile(f)
 }
 
