@@ -98,6 +98,7 @@ type config struct {
 	json    string      // -json file, or ""
 	methods []methodRow // the sync-method rows of levels and tail
 	plot    string      // -plot directory, or ""
+	rounds  int         // times every cell is measured, interleaved
 	counts  counts
 }
 
@@ -113,12 +114,14 @@ type counts struct {
 }
 
 var (
+	// defaultCounts are per round: three rounds of each fit the minute the
+	// README promises on this project's 2-core development machine.
 	defaultCounts = counts{
-		diskSyncs: 2000, diskWrites: 20000,
-		levelCommits: 10000,
-		aofCommits:   3000, aofBatch: 2000, aofClientTime: 3 * time.Second,
-		cliffPerCommitter: 500,
-		tailTime:          4 * time.Second,
+		diskSyncs: 1000, diskWrites: 10000,
+		levelCommits: 3000,
+		aofCommits:   1000, aofBatch: 2000, aofClientTime: 600 * time.Millisecond,
+		cliffPerCommitter: 200,
+		tailTime:          time.Second,
 	}
 	quickCounts = counts{
 		diskSyncs: 100, diskWrites: 1000,
@@ -140,6 +143,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(io.Discard)
 	dir := fs.String("dir", "", "parent `directory` of the run directory (default TMPDIR); must be on the disk to measure")
 	quick := fs.Bool("quick", false, "smoke run with reduced counts (a few seconds)")
+	rounds := fs.Int("rounds", 3, "measure every cell this many `times`, interleaved; tables show the median and range")
 	exp := fs.String("exp", strings.Join(experiments, ","), "comma-separated `experiments` to run: "+strings.Join(experiments, ", "))
 	size := fs.Int("size", 100, "record size in `bytes`")
 	segment := fs.Int64("segment", 0, "segment size in `bytes` (default: wal.DefaultSegmentSize, 4 MiB with -quick)")
@@ -160,7 +164,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("%w: unexpected argument %q (run walbench -h for the flags)", errUsage, fs.Arg(0))
 	}
-	c := config{parent: *dir, quick: *quick, size: *size, segment: *segment, json: *jsonPath, plot: *plotDir, counts: defaultCounts}
+	c := config{parent: *dir, quick: *quick, size: *size, segment: *segment, json: *jsonPath, plot: *plotDir, rounds: *rounds, counts: defaultCounts}
+	if c.rounds < 1 || c.rounds > 100 {
+		return config{}, fmt.Errorf("%w: -rounds %d: want 1..100", errUsage, c.rounds)
+	}
 	if c.quick {
 		c.counts = quickCounts
 	}
@@ -230,30 +237,41 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		e.warnf("%s", w)
 	}
 	writeHeader(stdout, rep.Header)
+
+	// Plan every cell of every experiment, run the plan round by round,
+	// then print the tables.
+	p := &plan{}
 	for _, name := range cfg.exps {
-		if err := ctx.Err(); err != nil {
-			return err
+		switch name {
+		case "disk":
+			rep.Disk = planDisk(e, p)
+		case "levels":
+			rep.Levels = planLevels(e, p)
+		case "aof":
+			rep.AOF = planAOF(e, p)
+		case "cliff":
+			rep.Cliff = planCliff(e, p)
+		case "tail":
+			rep.Tail = planTail(e, p)
 		}
+	}
+	if err := e.runRounds(p, e.skipUnsupported); err != nil {
+		return err
+	}
+	rep.Rounds = cfg.rounds
+	for _, name := range cfg.exps {
 		var tables []table
 		switch name {
 		case "disk":
-			rep.Disk, err = runDisk(e)
-			tables = diskTables(rep.Disk)
+			tables = diskTables(rep.Disk, cfg.rounds)
 		case "levels":
-			rep.Levels, err = runLevels(e)
-			tables = levelsTables(rep.Levels, rep.Disk)
+			tables = levelsTables(rep.Levels, rep.Disk, cfg.rounds)
 		case "aof":
-			rep.AOF, err = runAOF(e)
-			tables = aofTables(rep.AOF, rep.Disk)
+			tables = aofTables(rep.AOF, rep.Disk, cfg.rounds)
 		case "cliff":
-			rep.Cliff, err = runCliff(e)
-			tables = cliffTables(rep.Cliff)
+			tables = cliffTables(rep.Cliff, cfg.rounds)
 		case "tail":
-			rep.Tail, err = runTail(e)
-			tables = tailTables(rep.Tail, rep.Disk)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			tables = tailTables(rep.Tail, rep.Disk, cfg.rounds)
 		}
 		for _, t := range tables {
 			t.write(stdout)
@@ -272,10 +290,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := writeJSON(jsonFile, rep); err != nil {
 			return fmt.Errorf("-json: %w", err)
 		}
+		if err := jsonFile.Close(); err != nil {
+			return fmt.Errorf("-json: %w", err)
+		}
+		fmt.Fprintf(stdout, "\nJSON written to %s\n", cfg.json)
 	}
 	if cfg.plot != "" {
-		if err := writePlots(cfg.plot, rep); err != nil {
+		paths, err := writePlots(cfg.plot, rep)
+		if err != nil {
 			return fmt.Errorf("-plot: %w", err)
+		}
+		fmt.Fprintf(stdout, "\nCharts written to %s:\n", cfg.plot)
+		for _, p := range paths {
+			fmt.Fprintf(stdout, "- %s\n", p)
 		}
 	}
 	e.progressf("done in %s", rep.Elapsed.Round(100*time.Millisecond))
