@@ -18,10 +18,10 @@ import (
 // between the sample before a slow commit started and the sample after it
 // returned name what happened during its wait: a segment roll and its sync,
 // a wait for the next segment, a full log buffer written first, a
-// background sync, a postponed write, a group delay, a sync that took most
-// of the wait, a GC cycle. A commit during which none moved waited on
-// something the log does not count: the scheduler (more committers than
-// cores), or the disk under a write() — page-cache writeback.
+// background sync, a postponed write, a group delay, a sync or a write()
+// that took most of the wait, a GC cycle. A commit during which none moved
+// waited on something the log does not count: the scheduler (more
+// committers than cores) or a lock.
 
 // sampleEvery is the sampler's period; a cause is attributed to a commit
 // within about this much of its start and end.
@@ -35,7 +35,7 @@ type sample struct {
 	at                                         time.Duration
 	rolls, stalls, bufFull, bgSyncs, postponed uint64
 	fsyncs, delays                             uint64
-	fsyncTime                                  time.Duration
+	fsyncTime, writeTime                       time.Duration
 	gcCycles                                   uint64
 }
 
@@ -61,7 +61,7 @@ func takeSample(l *wal.Log, at time.Duration, g *gcReader) sample {
 		at: at, rolls: s.Rolls, stalls: s.SegmentCreateStalls, bufFull: s.BufferFullWaits,
 		bgSyncs: s.BackgroundSyncs, postponed: s.PostponedWrites, fsyncs: s.Fsyncs,
 		delays:    s.Group.DelaySleeps + s.Group.TriggerCount + s.Group.TriggerTimeout,
-		fsyncTime: s.FsyncTimeTotal, gcCycles: g.cycles(),
+		fsyncTime: s.FsyncTimeTotal, writeTime: s.WriteTimeTotal, gcCycles: g.cycles(),
 	}
 }
 
@@ -158,11 +158,12 @@ const (
 	causePostponed = "postponed write"
 	causeDelay     = "group delay"
 	causeSync      = "sync"
+	causeWrite     = "write()"
 	causeGC        = "GC"
 	causeNone      = "none counted"
 )
 
-var causeOrder = []string{causeStall, causeRoll, causeBuffer, causeBgSync, causePostponed, causeDelay, causeSync, causeGC, causeNone}
+var causeOrder = []string{causeStall, causeRoll, causeBuffer, causeBgSync, causePostponed, causeDelay, causeSync, causeWrite, causeGC, causeNone}
 
 // causesNote explains the "slowest commits waited on" column.
 const causesNote = "\"Slowest commits\": the slowest 0.1% of each round's commits (at least 1, at most 32 a round), " +
@@ -171,9 +172,11 @@ const causesNote = "\"Slowest commits\": the slowest 0.1% of each round's commit
 	"roll = a segment was finished, synced and replaced (Rolls); buffer full = the log buffer had to be written before " +
 	"an append could copy its record (BufferFullWaits); background sync = the flusher's periodic fdatasync ran " +
 	"(BackgroundSyncs); postponed write = a write waited for a background sync (PostponedWrites); " +
-	"group delay = a leader waited to grow its group; sync = fdatasync time took at least half the wait; " +
+	"group delay = a leader waited to grow its group; sync = fdatasync calls took at least half the wait " +
+	"(WriteTimeTotal and FsyncTimeTotal); write() = write calls took at least half the wait (a write held up by " +
+	"page-cache writeback or the journal); " +
 	"GC = a Go garbage collection cycle; none counted = nothing the log counts happened: the wait was the scheduler " +
-	"(more committers than cores) or a write() held up by page-cache writeback. A commit can have several; " +
+	"(more committers than cores) or a lock. A commit can have several; " +
 	"a cause is what happened during the wait, within a millisecond, not proof that it alone made the wait long."
 
 // attribute picks the slowest commits (0.1% of total, 1..worstPerRun) from
@@ -217,6 +220,7 @@ func causesOf(c slowCommit, samples []sample) []string {
 	add(b.postponed > a.postponed, causePostponed)
 	add(b.delays > a.delays, causeDelay)
 	add(b.fsyncs > a.fsyncs && 2*(b.fsyncTime-a.fsyncTime) >= c.latency, causeSync)
+	add(2*(b.writeTime-a.writeTime) >= c.latency, causeWrite)
 	add(b.gcCycles > a.gcCycles, causeGC)
 	if len(out) == 0 {
 		out = append(out, causeNone)

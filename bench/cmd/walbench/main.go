@@ -69,6 +69,12 @@ import (
 // first so the other tables can be read against it.
 var experiments = []string{"disk", "levels", "aof", "cliff", "tail"}
 
+// extraExperiments run only when -exp names them, after the others.
+var extraExperiments = []string{"queue"}
+
+// allExperiments is every experiment -exp accepts, in run order.
+func allExperiments() []string { return append(slices.Clone(experiments), extraExperiments...) }
+
 // errUsage marks an error in the command line (exit status 2).
 var errUsage = errors.New("usage")
 
@@ -110,6 +116,7 @@ type counts struct {
 	aofBatch              int           // aof: records per batch (article: 2,000)
 	aofClientTime         time.Duration // aof: 1 vs 8 committers run for this long
 	cliffPerCommitter     int           // cliff: commits per committer
+	queuePerCommitter     int           // queue: commits per committer
 	tailTime              time.Duration // tail: each level runs for this long
 }
 
@@ -118,17 +125,17 @@ var (
 	// README promises on this project's 2-core development machine.
 	defaultCounts = counts{
 		diskSyncs: 1000, diskWrites: 10000,
-		levelCommits: 3000,
-		aofCommits:   1000, aofBatch: 2000, aofClientTime: 600 * time.Millisecond,
-		cliffPerCommitter: 200,
-		tailTime:          time.Second,
+		levelCommits: 2000,
+		aofCommits:   1000, aofBatch: 2000, aofClientTime: 400 * time.Millisecond,
+		cliffPerCommitter: 200, queuePerCommitter: 500,
+		tailTime: 700 * time.Millisecond,
 	}
 	quickCounts = counts{
 		diskSyncs: 100, diskWrites: 1000,
 		levelCommits: 500,
 		aofCommits:   200, aofBatch: 2000, aofClientTime: 150 * time.Millisecond,
-		cliffPerCommitter: 20,
-		tailTime:          150 * time.Millisecond,
+		cliffPerCommitter: 20, queuePerCommitter: 20,
+		tailTime: 150 * time.Millisecond,
 	}
 )
 
@@ -144,7 +151,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	dir := fs.String("dir", "", "parent `directory` of the run directory (default TMPDIR); must be on the disk to measure")
 	quick := fs.Bool("quick", false, "smoke run with reduced counts (a few seconds)")
 	rounds := fs.Int("rounds", 3, "measure every cell this many `times`, interleaved; tables show the median and range")
-	exp := fs.String("exp", strings.Join(experiments, ","), "comma-separated `experiments` to run: "+strings.Join(experiments, ", "))
+	exp := fs.String("exp", strings.Join(experiments, ","), "comma-separated `experiments` to run: "+strings.Join(experiments, ", ")+
+		"; also queue (adaptive vs plain group-commit queue at 8/16/32 committers, not run by default)")
 	size := fs.Int("size", 100, "record size in `bytes`")
 	segment := fs.Int64("segment", 0, "segment size in `bytes` (default: wal.DefaultSegmentSize, 4 MiB with -quick)")
 	jsonPath := fs.String("json", "", "write every raw figure as JSON to `file`")
@@ -175,8 +183,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		name = strings.TrimSpace(name)
 		switch {
 		case name == "":
-		case !slices.Contains(experiments, name):
-			return config{}, fmt.Errorf("%w: -exp: unknown experiment %q, want some of %s", errUsage, name, strings.Join(experiments, ","))
+		case !slices.Contains(allExperiments(), name):
+			return config{}, fmt.Errorf("%w: -exp: unknown experiment %q, want some of %s", errUsage, name, strings.Join(allExperiments(), ","))
 		case !slices.Contains(c.exps, name):
 			c.exps = append(c.exps, name)
 		}
@@ -187,7 +195,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.methods, err = parseMethods(*methodList); err != nil {
 		return config{}, fmt.Errorf("%w: -method: %v", errUsage, err)
 	}
-	slices.SortFunc(c.exps, func(a, b string) int { return slices.Index(experiments, a) - slices.Index(experiments, b) })
+	slices.SortFunc(c.exps, func(a, b string) int { return slices.Index(allExperiments(), a) - slices.Index(allExperiments(), b) })
 	if c.size < 1 || c.size > 1<<20 {
 		return config{}, fmt.Errorf("%w: -size %d: want 1..%d bytes", errUsage, c.size, 1<<20)
 	}
@@ -253,6 +261,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			rep.Cliff = planCliff(e, p)
 		case "tail":
 			rep.Tail = planTail(e, p)
+		case "queue":
+			rep.Queue = planQueue(e, p)
 		}
 	}
 	if err := e.runRounds(p, e.skipUnsupported); err != nil {
@@ -272,6 +282,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			tables = cliffTables(rep.Cliff, cfg.rounds)
 		case "tail":
 			tables = tailTables(rep.Tail, rep.Disk, cfg.rounds)
+		case "queue":
+			tables = queueTables(rep.Queue, cfg.rounds)
 		}
 		for _, t := range tables {
 			t.write(stdout)

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"image/png"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 )
 
 // TestQuick runs the whole -quick path in-process on t.TempDir() and checks
@@ -215,6 +219,8 @@ func TestSpreadOf(t *testing.T) {
 	assert.Equal(t, spread{Median: 5, Min: 5, Max: 5}, spreadOf([]float64{5}))
 	assert.Equal(t, spread{Median: 3, Min: 1, Max: 9}, spreadOf([]float64{9, 1, 3}), "odd count: the middle one")
 	assert.Equal(t, spread{Median: 2.5, Min: 1, Max: 9}, spreadOf([]float64{9, 1, 2, 3}), "even count: mean of the middle two")
+	assert.Equal(t, spread{Median: 2, Min: 1, Max: 3}, spreadOf([]float64{3, math.NaN(), 1, 2}), "undefined rounds are left out")
+	assert.Equal(t, spread{}, spreadOf([]float64{math.NaN()}))
 	xs := []float64{3, 1, 2}
 	spreadOf(xs)
 	assert.Equal(t, []float64{3, 1, 2}, xs, "the input is not reordered")
@@ -320,4 +326,44 @@ func TestSlowestKeepsTheSlowest(t *testing.T) {
 		got = append(got, c.latency)
 	}
 	assert.ElementsMatch(t, []time.Duration{7, 8, 9}, got)
+}
+
+// TestChartsFallbackFont draws every chart with a wider font than the one
+// walbench embeds, as a viewer without it might substitute, and checks that
+// nothing is drawn in the outer margin: no caption, label or legend runs
+// off the edge.
+func TestChartsFallbackFont(t *testing.T) {
+	saved := plot.DefaultFont
+	t.Cleanup(func() { plot.DefaultFont = saved })
+	plot.DefaultFont = font.Font{Typeface: "Liberation", Variant: "Mono"} // wider than Sans
+
+	var stdout, stderr bytes.Buffer
+	plotDir := t.TempDir()
+	err := run(t.Context(), []string{"-quick", "-rounds", "1", "-exp", "levels,aof,cliff", "-dir", t.TempDir(), "-plot", plotDir}, &stdout, &stderr)
+	require.NoError(t, err, stderr.String())
+	pngs, err := filepath.Glob(filepath.Join(plotDir, "*.png"))
+	require.NoError(t, err)
+	require.Len(t, pngs, 4)
+	for _, path := range pngs {
+		f, err := os.Open(path)
+		require.NoError(t, err)
+		img, err := png.Decode(f)
+		f.Close()
+		require.NoError(t, err)
+		b := img.Bounds()
+		const margin = 3 // pixels
+		for x := b.Min.X; x < b.Max.X; x++ {
+			for y := b.Min.Y; y < b.Max.Y; y++ {
+				if x >= b.Min.X+margin && x < b.Max.X-margin && y >= b.Min.Y+margin && y < b.Max.Y-margin {
+					continue
+				}
+				r, g, bl, _ := img.At(x, y).RGBA()
+				if r < 0xf000 || g < 0xf000 || bl < 0xf000 {
+					t.Errorf("%s: pixel (%d,%d) in the outer margin is not white: something runs off the edge", filepath.Base(path), x, y)
+					goto next
+				}
+			}
+		}
+	next:
+	}
 }

@@ -49,7 +49,7 @@ var glyphs = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.Tri
 const (
 	chartW   = 8 * vg.Inch
 	plotH    = 4.6 * vg.Inch
-	captionH = 1.2 * vg.Inch
+	captionH = 1.0 * vg.Inch
 )
 
 func init() {
@@ -330,7 +330,8 @@ func writeTo(path string, w io.WriterTo) error {
 func drawChart(dc draw.Canvas, c chart) {
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())
-	c.p.Draw(draw.Crop(dc, 0, 0, captionH, 0))
+	pad := vg.Points(8) // keeps the title and the last tick label off the edges
+	c.p.Draw(draw.Crop(dc, pad, -pad, captionH, -pad))
 	sty := draw.TextStyle{
 		Color:   color.Black,
 		Font:    font.From(plot.DefaultFont, vg.Points(10)),

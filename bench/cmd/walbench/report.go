@@ -19,6 +19,7 @@ type report struct {
 	AOF     *aofResult    `json:"aof,omitempty"`
 	Cliff   *cliffResult  `json:"cliff,omitempty"`
 	Tail    *tailResult   `json:"tail,omitempty"`
+	Queue   *queueResult  `json:"queue,omitempty"`
 	Rounds  int           `json:"rounds"`
 	Checks  []check       `json:"counter_checks"`
 	Elapsed time.Duration `json:"elapsed_ns"`
@@ -90,7 +91,13 @@ func fmtUS(d time.Duration) string {
 func fmtCount(x float64) string { return fmtInt(int64(x + 0.5)) }
 
 // fmtFloat1 formats x with one decimal.
-func fmtFloat1(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
+// From 100 on it is a whole number with thousands separators.
+func fmtFloat1(x float64) string {
+	if x >= 100 {
+		return fmtCount(x)
+	}
+	return strconv.FormatFloat(x, 'f', 1, 64)
+}
 
 // fmtUSf formats microseconds as fmtUS does.
 func fmtUSf(x float64) string { return fmtUS(time.Duration(x * float64(time.Microsecond))) }

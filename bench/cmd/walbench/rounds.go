@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -24,11 +25,13 @@ type spread struct {
 
 // spreadOf returns the median, minimum and maximum of xs (the median of an
 // even count is the mean of the middle two). It is the zero spread for no xs.
+// NaN marks a round where the figure is undefined (commits per fsync with
+// no fsync) and is left out.
 func spreadOf(xs []float64) spread {
-	if len(xs) == 0 {
+	s := slices.DeleteFunc(slices.Clone(xs), math.IsNaN)
+	if len(s) == 0 {
 		return spread{}
 	}
-	s := slices.Clone(xs)
 	slices.Sort(s)
 	n := len(s)
 	m := s[n/2]
@@ -105,7 +108,12 @@ var figures = []metric{
 	{"max_us", func(r result) float64 { return us(r.Latency.Max) }},
 	{"mean_us", func(r result) float64 { return us(r.Latency.Mean) }},
 	{"fsyncs", func(r result) float64 { return float64(r.Fsyncs) }},
-	{"commits_per_fsync", func(r result) float64 { return r.CommitsPerFsync }},
+	{"commits_per_fsync", func(r result) float64 {
+		if r.Fsyncs == 0 {
+			return math.NaN() // undefined, not zero
+		}
+		return r.CommitsPerFsync
+	}},
 	{"fsyncs_per_commit", func(r result) float64 { return r.FsyncsPerCommit }},
 	{"group_size_mean", func(r result) float64 { return r.GroupSizeMean }},
 	{"buffer_full_waits", func(r result) float64 { return float64(r.BufferFullWaits) }},
