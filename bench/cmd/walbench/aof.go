@@ -68,7 +68,7 @@ func aofTables(a *aofResult, disk *diskResult, rounds int) []table {
 	}
 	n := a.Words[0].Sync.first().Commits
 	lat := table{
-		title: fmt.Sprintf("aof — %s — %s synchronous commits on one goroutine, latency µs", art001.short(), fmtInt(n)),
+		title: fmt.Sprintf("aof — %s — %s synchronous commits on one goroutine, latency µs", art001.Short(), fmtInt(n)),
 		notes: []string{"Article: one client, 3,000 synchronous SETs (its always latency includes macOS's F_FULLFSYNC).",
 			roundsNote(rounds)},
 		header: []string{"appendfsync", "p50", "p99", "p99.9", "max", "mean", "fsyncs/commit", "slowest commits waited on",
@@ -76,20 +76,20 @@ func aofTables(a *aofResult, disk *diskResult, rounds int) []table {
 	}
 	batch := table{
 		title: fmt.Sprintf("aof — %s — batches of %s records per commit (AppendBatch), one goroutine",
-			art001.short(), fmtInt(a.Words[0].Batch.first().RecordsPer)),
+			art001.Short(), fmtInt(a.Words[0].Batch.first().RecordsPer)),
 		notes: []string{"A batch waits once, for its last record, like a pipelined batch in one Redis event-loop turn. " +
 			"The batches fit in half a segment, so no segment is rolled or zero-filled while they run; " +
 			"MB/s counts record payload.", roundsNote(rounds)},
 		header: []string{"appendfsync", "records/s", "MB/s", "batch p50 µs", "batch p99 µs", "fsyncs", "batches", "article records/s"},
 	}
 	clients := table{
-		title: fmt.Sprintf("aof — %s — 1 vs 8 concurrent committers, fixed time", art001.short()),
+		title: fmt.Sprintf("aof — %s — 1 vs 8 concurrent committers, fixed time", art001.Short()),
 		notes: []string{"Under always, 8 committers share each fdatasync (group commit); the article saw ×5.3. " +
 			"\"8 vs 1\" is taken within each round.", roundsNote(rounds)},
 		header: []string{"appendfsync", "1: commits/s", "8: commits/s", "8 vs 1", "8: commits/fsync", "article 1", "article 8", "article 8 vs 1"},
 	}
 	delayed := table{
-		title: fmt.Sprintf("aof — %s — postponed and delayed writes (Redis aof_delayed_fsync)", art001.short()),
+		title: fmt.Sprintf("aof — %s — postponed and delayed writes (Redis aof_delayed_fsync)", art001.Short()),
 		notes: []string{"everysec postpones a commit's write while a background fsync runs and forces it after 2 s, " +
 			"counting a delayed write. A disk that keeps up shows 0, as the article's did. Summed over all runs and rounds."},
 		header: []string{"appendfsync", "postponed writes", "delayed writes", "article aof_delayed_fsync"},

@@ -64,7 +64,7 @@ func planCliff(e *env, p *plan) *cliffResult {
 func cliffTables(c *cliffResult, rounds int) []table {
 	t := table{
 		title: fmt.Sprintf("cliff — %s — commit latency µs, 1/8/16/32 committers × %s commits each",
-			art002.short(), fmtInt(c.PerCommitter)),
+			art002.Short(), fmtInt(c.PerCommitter)),
 		notes: []string{
 			"innodb=1 uses the default queue (adaptive merge wait on); \"plain leader/follower\" turns that wait off " +
 				"(groupcommit.Options.DisableAdaptiveWait); \"delay 500µs/10\" is binlog_group_commit_sync_delay=500, " +

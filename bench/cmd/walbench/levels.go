@@ -62,7 +62,7 @@ func levelsTables(l *levelsResult, disk *diskResult, rounds int) []table {
 	rows := spreadCells(cells, nil, cols)
 	t1 := table{
 		title: fmt.Sprintf("levels — %s — %s commits on one goroutine, innodb_flush_log_at_trx_commit = 1, 2, 0",
-			art004.short(), fmtInt(n)),
+			art004.Short(), fmtInt(n)),
 		notes: []string{fsyncCountNote + " " +
 			"Article: 10,000 autocommit INSERTs on one connection, counted with Innodb_os_log_fsyncs."},
 		header: []string{"level", "fsyncs", "elapsed ms", "commits/s", "fsyncs/commit",
@@ -88,7 +88,7 @@ func levelsTables(l *levelsResult, disk *diskResult, rounds int) []table {
 	e := l.Eight
 	t2 := table{
 		title: fmt.Sprintf("levels — %s — %s commits over 8 goroutines (%s each) at innodb=1 (group commit)",
-			art004.short(), fmtInt(e.first().Commits), fmtInt(e.first().Commits/8)),
+			art004.Short(), fmtInt(e.first().Commits), fmtInt(e.first().Commits/8)),
 		notes: []string{"Full durability: every commit returns after the fdatasync covering it; concurrent commits share it. " +
 			"\"vs 1 goroutine\" is taken within each round.", roundsNote(rounds)},
 		header: []string{"run", "fsyncs", "commits/s", "commits/fsync", "vs 1 goroutine", "mean group",

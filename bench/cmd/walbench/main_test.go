@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/durawal/durawal/internal/articles"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/plot"
@@ -64,8 +65,8 @@ func TestQuick(t *testing.T) {
 	assert.NotContains(t, stderr.String(), "warning: ")
 	assert.Contains(t, stderr.String(), "round 1/3: levels: innodb=1, 1 goroutine") // progress
 	assert.Contains(t, stderr.String(), "round 3/3: tail: innodb=0")
-	for _, a := range articles { // every article named in full in the header
-		assert.Contains(t, out, a.cite())
+	for _, a := range articles.All { // every article named in full in the header
+		assert.Contains(t, out, a.Cite())
 	}
 	assert.Equal(t, 1, strings.Count(out, "2,510"), "article 000's =0 + O_DIRECT figure appears once")
 

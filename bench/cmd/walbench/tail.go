@@ -54,7 +54,7 @@ func planTail(e *env, p *plan) *tailResult {
 // tailTables renders article 000's table.
 func tailTables(t *tailResult, disk *diskResult, rounds int) []table {
 	tb := table{
-		title: fmt.Sprintf("tail — %s — %d committers for %s at innodb = 1, 2, 0", art000.short(), t.Committers, t.Duration),
+		title: fmt.Sprintf("tail — %s — %d committers for %s at innodb = 1, 2, 0", art000.Short(), t.Committers, t.Duration),
 		notes: []string{
 			"Our committers do nothing but commit, so level 0 measures the log buffer, not a database. " +
 				"Buffer-full waits are appends that had to write the log buffer first (Innodb_log_waits); " +
