@@ -1,24 +1,48 @@
 // Command walbench reruns, against durawal on a real directory, the
 // experiments of the four articles the project reproduces, and prints their
-// tables in Markdown. The articles are 000, innodb_flush_log_at_trx_commit
-// and P99 on NVMe (MySQL 8.0.35); 001, Redis appendfsync always/everysec/no
-// (Redis 8, macOS SSD); 002, the MySQL "fsync cliff" under concurrent
-// commits; and 004, counting InnoDB redo fsyncs (MySQL 8.4). The experiments:
+// tables in Markdown. The articles (internal/articles has the full
+// citations, which walbench prints at the top): 000, on
+// innodb_flush_log_at_trx_commit and P99 on NVMe (Chinese, MySQL 8.0.35);
+// 001, "appendfsync always/everysec/no" (Chinese, bigywater.tech, 2026,
+// Redis 8.10.2 on a macOS SSD); 002, the MySQL fsync cliff under concurrent
+// writes (Chinese, MySQL 8.0 in Docker); and 004, on counting the InnoDB
+// redo log's fsyncs (Vietnamese, MySQL 8.4 on tmpfs). The experiments:
 //
 //	disk    the baseline: raw write+fdatasync and raw write latency on a
 //	        preallocated file in the same directory, the physical limit of
 //	        this disk that every other table can be read against
-//	levels  article 004: 10,000 commits under InnoDB levels 1, 2 and 0 on one
+//	levels  article 004: 2,000 commits under InnoDB levels 1, 2 and 0 on one
 //	        goroutine, then level 1 over 8 goroutines (fsyncs, commits/s,
 //	        commits per fsync)
 //	aof     article 001: Redis appendfsync always/everysec/no: latency of
-//	        3,000 synchronous commits, batches of 2,000 records, 1 vs 8
+//	        1,000 synchronous commits, batches of 2,000 records, 1 vs 8
 //	        committers, delayed fsyncs
-//	cliff   article 002: commit latency p50/p95/p99 for 1, 8, 16, 32
-//	        committers at level 1, level 2, level 1 with a 500 µs / 10-commit
-//	        group delay, and level 1 without the adaptive merge wait
+//	cliff   article 002: commit latency p50/p95/p99/p99.9/max for 1, 8, 16,
+//	        32 committers at level 1, level 2, level 1 with a 500 µs /
+//	        10-commit group delay, and level 1 without the adaptive merge
+//	        wait; then the adaptive and plain queues compared round by round
 //	tail    article 000: 16 committers for a fixed time at levels 1, 2, 0
-//	        (commits/s, p50, p99, log-buffer waits)
+//	        (commits/s, p50, p99, p99.9, max, log-buffer waits)
+//	queue   not run by default: the adaptive and plain group-commit queues
+//	        back to back at 8, 16 and 32 committers, more commits each
+//
+// Every cell is measured once per round (-rounds, default 3), and the
+// rounds are interleaved: round 1 runs every cell in order, round 2 in
+// reverse, round 3 in order, so a disk that drifts during the run slows
+// every cell alike. Tables print the median of the rounds with its range,
+// median [min–max], and mark with * a figure whose range is wider than its
+// distance from the neighbouring row's median (which of the two is larger
+// is not settled). Ratios (8 vs 1 committers, against the disk, adaptive ÷
+// plain) are taken within each round. The disk baseline runs in every round
+// and once more at the end (drift check).
+//
+// Tables that show a p99.9 or a max also say what the slowest commits (the
+// slowest 0.1% of each round, at most 32) waited on: a sampler reads
+// wal.Stats every millisecond while the committers run, and the counters
+// that moved during each slow commit name a segment roll, a wait for the
+// next segment, a full log buffer, a background sync, a postponed write, a
+// group delay, a long fdatasync or write(), or a GC cycle; "none counted"
+// leaves the scheduler or a lock. Only the public API of package wal is used.
 //
 // levels and tail also run the sync method (innodb_flush_method) as a
 // dimension: by default the article's O_DIRECT rows (=2 + O_DIRECT and
@@ -29,24 +53,32 @@
 //
 // Usage:
 //
-//	go run ./bench/cmd/walbench [-exp disk,levels,aof,cliff,tail] [-quick]
-//	    [-dir PARENT] [-size BYTES] [-method LIST] [-json FILE] [-plot DIR]
+//	go run ./bench/cmd/walbench [-exp disk,levels,aof,cliff,tail,queue] [-quick]
+//	    [-rounds N] [-dir PARENT] [-size BYTES] [-method LIST] [-json FILE] [-plot DIR]
+//
+// -json writes every round's figures and each cell's spreads; -plot writes
+// charts as SVG (fonts embedded) and PNG, each with a caption: latency by
+// percentile on a stretched tail axis (50 … 99.99 %) for levels and aof,
+// and commits per fsync (with the y = x line) and p99 against committers
+// for cliff. Both print the paths they wrote.
 //
 // How to read it: every figure is measured here, on this machine and this
 // directory's disk; the columns labelled "article" are the articles'
 // figures, from their hardware and their database, and are printed only so
 // the shape can be compared (which setting wins, by how much), never the
-// absolute numbers. Read commits/s at level 1 against the disk table's
-// write+fdatasync ops/s: one goroutine cannot beat it, and group commit is
-// how many goroutines do. The fsync counts come from wal.Stats and are
-// checked against the system calls counted by a vfs.Counter under the log;
-// a warning line says if they ever disagree. On tmpfs or overlayfs fsync is
-// nearly free and the tables say little; walbench warns when it sees them.
+// absolute numbers. fsyncs are counted over the commits only, from after
+// Open to the last commit's return: neither the syncs that prepare the
+// first segment nor the final sync at Close (the examples/ lessons count
+// the same way). Over each log's whole life they are checked against the
+// system calls counted by a vfs.Counter under the log; a warning line says
+// if they ever disagree. On tmpfs or overlayfs fsync is nearly free and the
+// tables say little; walbench warns when it sees them.
 //
 // Each log is opened in a fresh subdirectory of a fresh run directory
 // (under -dir, default TMPDIR), removed when its run ends; the run directory
-// is removed at exit. A default run takes about a minute or two; -quick is a
-// smoke run of a few seconds with reduced counts.
+// is removed at exit. A default run takes about a minute on the project's
+// 2-core development machine; -quick is a smoke run of a few seconds with
+// reduced counts.
 package main
 
 import (

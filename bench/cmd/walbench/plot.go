@@ -49,7 +49,7 @@ var glyphs = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.Tri
 const (
 	chartW   = 8 * vg.Inch
 	plotH    = 4.6 * vg.Inch
-	captionH = 1.0 * vg.Inch
+	captionH = 1.15 * vg.Inch
 )
 
 func init() {
@@ -181,8 +181,8 @@ func cliffCharts(c *cliffResult, rounds int) []chart {
 	cpf.X.Min, cpf.X.Max = 0, 34
 	cpf.Y.Min = 0
 	ideal := plotter.NewFunction(func(x float64) float64 { return x })
-	ideal.Color = color.Gray{Y: 0x60}
-	ideal.Dashes = []vg.Length{vg.Points(2), vg.Points(3)}
+	ideal.Color = color.Gray{Y: 0x90}
+	ideal.Width = vg.Points(3) // thick pale grey: unlike any series
 	ideal.XMin, ideal.XMax = 1, 32
 	cpf.Add(ideal)
 	cpf.Legend.Add("y = x: every committer in one group", ideal)
@@ -209,9 +209,9 @@ func cliffCharts(c *cliffResult, rounds int) []chart {
 	n := c.PerCommitter
 	return []chart{
 		{name: "commits-per-fsync", p: cpf, caption: fmt.Sprintf("Median of %d interleaved rounds, bars from the lowest to the highest "+
-			"round; each committer made %s commits at innodb=1. The dotted y = x line is perfect sharing: one fsync for all "+
-			"committers at once. The plain queue settles into two cohorts (about half the line); the adaptive wait and "+
-			"the group delay merge them.", rounds, fmtInt(n))},
+			"round; each committer made %s commits at innodb=1. The thick grey y = x line is perfect sharing: one fsync for all "+
+			"committers at once. A plain leader/follower queue settles into two cohorts that take turns (about half the line); "+
+			"the adaptive wait and the group delay are meant to merge them.", rounds, fmtInt(n))},
 		{name: "p99", p: p99, caption: fmt.Sprintf("p99 of each run's commits, median of %d interleaved rounds, bars from the "+
 			"lowest to the highest round; %s commits per committer. Where bars of two settings overlap at one committer "+
 			"count, this run does not tell them apart. innodb=2 does not wait for the disk at all.", rounds, fmtInt(n))},
