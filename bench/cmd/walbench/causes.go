@@ -173,7 +173,7 @@ const causesNote = "\"Slowest commits\": the slowest 0.1% of each round's commit
 	"an append could copy its record (BufferFullWaits); background sync = the flusher's periodic fdatasync ran " +
 	"(BackgroundSyncs); postponed write = a write waited for a background sync (PostponedWrites); " +
 	"group delay = a leader waited to grow its group; sync = fdatasync calls took at least half the wait " +
-	"(WriteTimeTotal and FsyncTimeTotal); write() = write calls took at least half the wait (a write held up by " +
+	"(FsyncTimeTotal); write() = write calls took at least half the wait (WriteTimeTotal: a write held up by " +
 	"page-cache writeback or the journal); " +
 	"GC = a Go garbage collection cycle; none counted = nothing the log counts happened: the wait was the scheduler " +
 	"(more committers than cores) or a lock. A commit can have several; " +

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -85,7 +86,7 @@ func writePlots(dir string, rep *report) (paths []string, err error) {
 			fmt.Sprintf("Each line is one run of %s commits on one goroutine (the round whose p99 is the median of %d). "+
 				"The x axis stretches the tail: each step right is ten times rarer. innodb=1 pays an fdatasync "+
 				"on every commit, so its line sits at this disk's sync latency; levels 2 and 0 stay near memory speed "+
-				"until the rare commit that meets a background sync or a full log buffer.", fmtInt(n), rep.Rounds)))
+				"except for the rare commit whose write() or log-buffer flush meets the disk.", fmtInt(n), rep.Rounds)))
 	}
 	if rep.AOF != nil {
 		var cells []*cell
@@ -133,6 +134,7 @@ func percentileChart(name, title string, cells []*cell, caption string) chart {
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = true, true
+	lo, hi := math.Inf(1), math.Inf(-1)
 	for i, c := range cells {
 		r := medianRound(c, "p99_us")
 		var xys plotter.XYs
@@ -144,6 +146,9 @@ func percentileChart(name, title string, cells []*cell, caption string) chart {
 		if len(xys) == 0 {
 			continue
 		}
+		for _, xy := range xys {
+			lo, hi = math.Min(lo, xy.Y), math.Max(hi, xy.Y)
+		}
 		l, err := plotter.NewLine(xys)
 		if err != nil {
 			continue
@@ -152,7 +157,31 @@ func percentileChart(name, title string, cells []*cell, caption string) chart {
 		p.Add(l)
 		p.Legend.Add(c.Name, l)
 	}
+	decades(p, lo, hi)
 	return chart{name: name, p: p, caption: caption}
+}
+
+// decades widens a log y axis to whole powers of ten around lo..hi, so
+// that the lowest and highest lines sit on labelled ticks, not the edge.
+func decades(p *plot.Plot, lo, hi float64) {
+	if !(lo > 0 && hi >= lo) || math.IsInf(hi, 0) {
+		return
+	}
+	first, last := int(math.Floor(math.Log10(lo))), int(math.Ceil(math.Log10(hi)+1e-9))
+	p.Y.Min, p.Y.Max = math.Pow(10, float64(first)), math.Pow(10, float64(last))
+	var ticks plot.ConstantTicks
+	for e := first; e <= last; e++ {
+		v := math.Pow(10, float64(e))
+		label := fmtRate(v)
+		if e < 0 {
+			label = strconv.FormatFloat(v, 'f', -e, 64)
+		}
+		ticks = append(ticks, plot.Tick{Value: v, Label: label})
+		for k := 2; k < 10 && e < last; k++ {
+			ticks = append(ticks, plot.Tick{Value: float64(k) * v}) // minor, unlabelled
+		}
+	}
+	p.Y.Tick.Marker = ticks
 }
 
 // medianRound returns the round whose figure is the median of the cell's.
@@ -193,6 +222,7 @@ func cliffCharts(c *cliffResult, rounds int) []chart {
 	p99.Y.Scale = plot.LogScale{}
 	p99.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	maxCPF := 32.0
+	lo99, hi99 := math.Inf(1), math.Inf(-1)
 	for i, cfg := range c.Configs {
 		off := (float64(i) - 1.5) * 0.35 // keep the bars of different settings apart
 		if cfg.Name != "innodb=2" {      // at level 2 fsyncs are the flusher's, not the commits'
@@ -202,7 +232,12 @@ func cliffCharts(c *cliffResult, rounds int) []chart {
 			}
 		}
 		addSpreadSeries(p99, cfg.Name, cfg.Runs, "p99_us", off, i, true)
+		for _, r := range cfg.Runs {
+			sp := r.get("p99_us")
+			lo99, hi99 = math.Min(lo99, math.Max(sp.Min, 0.01)), math.Max(hi99, sp.Max)
+		}
 	}
+	decades(p99, lo99, hi99)
 	cpf.Y.Max = maxCPF * 1.05
 	cpf.Legend.Top, cpf.Legend.Left = true, true
 	p99.Legend.Top, p99.Legend.Left = true, true
