@@ -59,7 +59,7 @@ func levelsTables(l *levelsResult, disk *diskResult, rounds int) []table {
 		{head: "fsyncs/commit", metric: "fsyncs_per_commit", format: fmtRatio},
 	}
 	cells := append(slices.Clone(l.Single), present(l.Methods)...)
-	rows := spreadCells(cells, nil, cols)
+	rows := spreadCells(cells, methodGroups(len(l.Single), len(cells)), cols)
 	t1 := table{
 		title: fmt.Sprintf("levels — %s — %s commits on one goroutine, innodb_flush_log_at_trx_commit = 1, 2, 0",
 			art004.Short(), fmtInt(n)),

@@ -90,6 +90,20 @@ func present(cells []*cell) []*cell {
 	return out
 }
 
+// methodGroups returns the * flag's groups for a table whose first base
+// rows use fdatasync and whose others are sync-method rows: a method row is
+// compared with the method row next to it, not with the last level.
+func methodGroups(base, n int) []string {
+	g := make([]string, n)
+	for i := range g {
+		g[i] = "fdatasync"
+		if i >= base {
+			g[i] = "method"
+		}
+	}
+	return g
+}
+
 // levelOf returns the InnoDB level a method row's result ran at, from its name.
 func levelOf(r result) int {
 	var level int

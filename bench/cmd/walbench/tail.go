@@ -68,7 +68,7 @@ func tailTables(t *tailResult, disk *diskResult, rounds int) []table {
 			"article TPS", "article p50 ms", "article p99 ms"},
 	}
 	cells := append(slices.Clone(t.Levels), present(t.Methods)...)
-	rows := spreadCells(cells, nil, []col{
+	rows := spreadCells(cells, methodGroups(len(t.Levels), len(cells)), []col{
 		{metric: "commits_per_sec", format: fmtRate}, {metric: "p50_us", format: fmtUSf}, {metric: "p99_us", format: fmtUSf},
 		{metric: "p999_us", format: fmtUSf}, {metric: "max_us", format: fmtUSf},
 		{metric: "fsyncs", format: fmtCount, noFlag: true}, {metric: "commits_per_fsync", format: fmtRatioOrDash},
