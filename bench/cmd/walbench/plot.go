@@ -98,8 +98,9 @@ func writePlots(dir string, rep *report) (paths []string, err error) {
 			fmt.Sprintf("Commit latency by percentile, appendfsync, %s commits on one goroutine", fmtInt(n)),
 			cells,
 			fmt.Sprintf("Each line is one run of %s synchronous commits on one goroutine (the round whose p99 is the "+
-				"median of %d). always waits for an fdatasync per commit; everysec and no return after the write, "+
-				"and differ only in the rare commit that meets the background sync.", fmtInt(n), rep.Rounds)))
+				"median of %d). always waits for an fdatasync per commit; everysec and no return after the write(), "+
+				"so their tails are rare commits whose write() waited for the disk or that were not scheduled; "+
+				"the aof table says which.", fmtInt(n), rep.Rounds)))
 	}
 	if rep.Cliff != nil {
 		charts = append(charts, cliffCharts(rep.Cliff, rep.Rounds)...)
@@ -249,7 +250,7 @@ func cliffCharts(c *cliffResult, rounds int) []chart {
 			"the adaptive wait and the group delay are meant to merge them.", rounds, fmtInt(n))},
 		{name: "p99", p: p99, caption: fmt.Sprintf("p99 of each run's commits, median of %d interleaved rounds, bars from the "+
 			"lowest to the highest round; %s commits per committer. Where bars of two settings overlap at one committer "+
-			"count, this run does not tell them apart. innodb=2 does not wait for the disk at all.", rounds, fmtInt(n))},
+			"count, this run does not tell them apart. innodb=2 waits for no fdatasync, only for its write() calls.", rounds, fmtInt(n))},
 	}
 }
 
