@@ -1,5 +1,5 @@
 // Aof-modes measures Redis's three appendfsync settings as durawal policies,
-// as article 001 (Redis appendfsync always/everysec/no, Redis 8 on a macOS
+// as article 001 (Redis appendfsync always/everysec/no, Redis 8.10.2 on a macOS
 // SSD) did with redis-benchmark: the latency of one
 // client's synchronous commits (p50, p99), and the throughput of 1 and then
 // 8 concurrent clients.
@@ -24,13 +24,14 @@ import (
 	"time"
 
 	"github.com/durawal/durawal/examples/internal/lesson"
+	"github.com/durawal/durawal/internal/articles"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 )
 
 func main() { lesson.Main(run) }
 
-// article is what article 001 measured (Redis 8, macOS SSD): one client's
+// article is what article 001 measured (Redis 8.10.2, macOS SSD): one client's
 // p50 and p99 in µs, and SETs per second with 1 and 8 clients.
 var article = map[string]string{
 	"always":   "2707 / 3484 µs · 424 → 2,263/s",
@@ -69,6 +70,7 @@ func run(ctx context.Context, dir string, quick bool, out io.Writer) error {
 	t.Fprint(out)
 
 	lesson.Explain(out, explain(modes, runtime.NumCPU(), delayed))
+	lesson.Sources(out, articles.A001)
 	return nil
 }
 

@@ -26,6 +26,7 @@ import (
 
 	"github.com/durawal/durawal/examples/internal/lesson"
 	"github.com/durawal/durawal/groupcommit"
+	"github.com/durawal/durawal/internal/articles"
 	"github.com/durawal/durawal/internal/measure"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
@@ -100,6 +101,7 @@ func run(ctx context.Context, dir string, quick bool, out io.Writer) error {
 	t.Fprint(out)
 
 	lesson.Explain(out, explain(f))
+	lesson.Sources(out, articles.A004, articles.A002)
 	return nil
 }
 

@@ -8,23 +8,32 @@ import (
 	"github.com/durawal/durawal/internal/measure"
 )
 
-// diskResult is the baseline: what this disk does without the log.
+// diskResult is the baseline: what this disk does without the log. Its
+// cells hold one result per round, with the operations counted as commits.
 type diskResult struct {
 	File      string `json:"file"`
-	WriteSync diskOp `json:"write_datasync"`
-	// WriteSyncEnd repeats WriteSync at the end of the run (drift check).
-	WriteSyncEnd *diskOp `json:"write_datasync_end,omitempty"`
-	Write        diskOp  `json:"write"`
+	WriteSync *cell  `json:"write_datasync"`
+	Write     *cell  `json:"write"`
+	// WriteSyncEnd repeats WriteSync once more after the last round (drift
+	// check).
+	WriteSyncEnd *result `json:"write_datasync_end,omitempty"`
 	Datasync     string  `json:"datasync_call"`
 	Size         int     `json:"size"`
 }
 
 // diskOp is one timed operation: its latency and its rate.
 type diskOp struct {
-	Ops       int             `json:"ops"`
-	Elapsed   time.Duration   `json:"elapsed_ns"`
-	OpsPerSec float64         `json:"ops_per_sec"`
-	Latency   measure.Summary `json:"latency"`
+	Ops       int
+	Elapsed   time.Duration
+	OpsPerSec float64
+	Latency   measure.Summary
+}
+
+// asResult stores op in a result, operations as commits, so that disk
+// cells summarise like the others.
+func (op diskOp) asResult(name string, size int) result {
+	return result{Name: name, Committers: 1, RecordSize: size, RecordsPer: 1, Commits: uint64(op.Ops),
+		Elapsed: op.Elapsed, CommitsPerSec: op.OpsPerSec, RecordsPerSec: op.OpsPerSec, Latency: op.Latency}
 }
 
 // diskWarmup is how many untimed write+fdatasync calls precede the timed
@@ -32,33 +41,44 @@ type diskOp struct {
 // writeback.
 const diskWarmup = 50
 
-// runDisk times, on a preallocated zero-filled file in the run directory,
+// planDisk queues, on a preallocated zero-filled file in the run directory,
 // write(size)+fdatasync and a plain write(size) at consecutive offsets: the
 // same I/O a commit at level 1 and at level 2 makes, without the log.
-func runDisk(e *env) (*diskResult, error) {
+func planDisk(e *env, p *plan) *diskResult {
 	c := e.cfg.counts
-	f, fileSize, done, err := e.baselineFile(max(c.diskSyncs, c.diskWrites) + diskWarmup)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
 	res := &diskResult{
-		File:     fmt.Sprintf("%d bytes, preallocated and zero-filled", fileSize),
+		File:     fmt.Sprintf("%d bytes, preallocated and zero-filled", int64(max(c.diskSyncs, c.diskWrites)+diskWarmup)*int64(e.cfg.size)),
 		Datasync: datasyncName,
 		Size:     e.cfg.size,
 	}
-	e.progressf("disk: %d × write(%d B)+%s", c.diskSyncs, e.cfg.size, datasyncName)
-	if res.WriteSync, err = e.timeWriteSync(f, c.diskSyncs); err != nil {
-		return nil, err
-	}
-	e.progressf("disk: %d × write(%d B)", c.diskWrites, e.cfg.size)
-	if res.Write, err = e.timeDiskOps(c.diskWrites, func(i int) error {
-		_, err := f.WriteAt(e.rec, int64(i)*int64(e.cfg.size))
-		return err
-	}); err != nil {
-		return nil, fmt.Errorf("write: %w", err)
-	}
-	return res, nil
+	name := "write+" + datasyncName
+	res.WriteSync = p.addFunc(name, fmt.Sprintf("disk: %d × write(%d B)+%s", c.diskSyncs, e.cfg.size, datasyncName),
+		func() (result, error) {
+			f, _, done, err := e.baselineFile(c.diskSyncs + diskWarmup)
+			if err != nil {
+				return result{}, err
+			}
+			defer done()
+			op, err := e.timeWriteSync(f, c.diskSyncs)
+			return op.asResult(name, e.cfg.size), err
+		})
+	res.Write = p.addFunc("write (page cache)", fmt.Sprintf("disk: %d × write(%d B)", c.diskWrites, e.cfg.size),
+		func() (result, error) {
+			f, _, done, err := e.baselineFile(c.diskWrites)
+			if err != nil {
+				return result{}, err
+			}
+			defer done()
+			op, err := e.timeDiskOps(c.diskWrites, func(i int) error {
+				_, err := f.WriteAt(e.rec, int64(i)*int64(e.cfg.size))
+				return err
+			})
+			if err != nil {
+				return result{}, fmt.Errorf("write: %w", err)
+			}
+			return op.asResult("write (page cache)", e.cfg.size), nil
+		})
+	return res
 }
 
 // runDiskAgain repeats the write+fdatasync baseline on a fresh file at the
@@ -75,7 +95,8 @@ func runDiskAgain(e *env, d *diskResult) error {
 	if err != nil {
 		return err
 	}
-	d.WriteSyncEnd = &op
+	r := op.asResult("at the end", e.cfg.size)
+	d.WriteSyncEnd = &r
 	return nil
 }
 
@@ -150,43 +171,51 @@ func (e *env) timeDiskOps(n int, op func(i int) error) (diskOp, error) {
 	}, nil
 }
 
+// diskCols are the columns of the disk tables.
+var diskCols = []col{
+	{head: "p50 µs", metric: "p50_us", format: fmtUSf},
+	{head: "p99 µs", metric: "p99_us", format: fmtUSf},
+	{head: "mean µs", metric: "mean_us", format: fmtUSf},
+	{head: "ops/s", metric: "commits_per_sec", format: fmtRate},
+}
+
 // diskTables renders the baseline.
-func diskTables(d *diskResult) []table {
+func diskTables(d *diskResult, rounds int) []table {
 	t := table{
 		title: "disk — the baseline: this directory's disk without the log",
 		notes: []string{
 			fmt.Sprintf("One goroutine, %d-byte writes at consecutive offsets of a file of %s. "+
 				"A level-1 commit on one goroutine cannot go faster than write+%s; "+
 				"group commit is how many goroutines do.", d.Size, d.File, d.Datasync),
+			roundsNote(rounds),
 		},
 		header: []string{"operation", "ops", "p50 µs", "p99 µs", "mean µs", "ops/s"},
 	}
-	for _, r := range []struct {
-		name string
-		op   diskOp
-	}{{"write+" + d.Datasync, d.WriteSync}, {"write (page cache)", d.Write}} {
-		t.rows = append(t.rows, []string{r.name, fmtInt(r.op.Ops), fmtUS(r.op.Latency.P50),
-			fmtUS(r.op.Latency.P99), fmtUS(r.op.Latency.Mean), fmtRate(r.op.OpsPerSec)})
+	cells := []*cell{d.WriteSync, d.Write}
+	rows := spreadCells(cells, []string{"a", "b"}, diskCols) // two operations, not neighbours
+	for i, c := range cells {
+		t.rows = append(t.rows, append([]string{c.Name, fmtInt(c.first().Commits)}, rows[i]...))
 	}
 	return []table{t}
 }
 
-// diskDriftTable compares the baseline at the start and at the end.
+// diskDriftTable compares the baseline in each round and at the end.
 func diskDriftTable(d *diskResult) table {
 	t := table{
-		title:  fmt.Sprintf("disk — write+%s again at the end (drift check)", d.Datasync),
-		notes:  []string{"Virtual and shared disks drift; read ratios against whichever baseline is nearer in time."},
+		title: fmt.Sprintf("disk — write+%s in each round and again at the end (drift check)", d.Datasync),
+		notes: []string{"Virtual and shared disks drift; the rounds are interleaved so that drift reaches every cell alike. " +
+			"Read ratios against the baseline of the same round."},
 		header: []string{"when", "ops", "p50 µs", "p99 µs", "mean µs", "ops/s"},
 	}
-	for _, r := range []struct {
-		name string
-		op   *diskOp
-	}{{"at the start", &d.WriteSync}, {"at the end", d.WriteSyncEnd}} {
-		if r.op == nil {
-			continue
-		}
-		t.rows = append(t.rows, []string{r.name, fmtInt(r.op.Ops), fmtUS(r.op.Latency.P50),
-			fmtUS(r.op.Latency.P99), fmtUS(r.op.Latency.Mean), fmtRate(r.op.OpsPerSec)})
+	row := func(name string, r result) {
+		t.rows = append(t.rows, []string{name, fmtInt(r.Commits), fmtUS(r.Latency.P50),
+			fmtUS(r.Latency.P99), fmtUS(r.Latency.Mean), fmtRate(r.CommitsPerSec)})
+	}
+	for i, r := range d.WriteSync.Rounds {
+		row(fmt.Sprintf("round %d", i+1), r)
+	}
+	if d.WriteSyncEnd != nil {
+		row("at the end", *d.WriteSyncEnd)
 	}
 	return t
 }

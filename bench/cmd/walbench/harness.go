@@ -116,7 +116,9 @@ type result struct {
 	FsyncMax        time.Duration   `json:"fsync_max_ns"`
 	FsyncMean       time.Duration   `json:"fsync_mean_ns"`
 	Latency         measure.Summary `json:"latency"`
-	CDF             []measure.Point `json:"latency_cdf,omitempty"`
+	Worst           *tailCauses     `json:"worst_commits,omitempty"`
+	// Percentiles is the latency curve from p50 to p99.99 (charts).
+	Percentiles []measure.Point `json:"latency_percentiles,omitempty"`
 }
 
 // measureRun opens a log for s in a fresh subdirectory, drives its
@@ -161,8 +163,11 @@ func (e *env) measureRun(s spec) (res result, err error) {
 	}
 
 	before := l.Stats()
-	samples, elapsed, err := drive(e.ctx, s.committers, s.each, s.duration, commit)
+	var smp *sampler
+	samples, kept, elapsed, err := drive(e.ctx, s.committers, s.each, s.duration, commit,
+		func(t0 time.Time) { smp = startSampler(l, t0) })
 	after := l.Stats()
+	timeline := smp.finish()
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", s.name, err)
 	}
@@ -176,9 +181,10 @@ func (e *env) measureRun(s spec) (res result, err error) {
 
 	res = windowResult(s, before, after, elapsed, batch)
 	res.RecordSize = e.cfg.size
+	res.Worst = attribute(kept, len(samples), timeline)
 	res.Latency = measure.Summarize(samples) // sorts samples
 	if s.keepCDF {
-		res.CDF = measure.CDF(samples, 200)
+		res.Percentiles = percentileCurve(samples)
 	}
 	return res, nil
 }
@@ -248,35 +254,43 @@ func (e *env) addCheck(run string, st wal.Stats, c *vfs.Counter) {
 
 // drive runs commit on n goroutines, each either each times or, if each is
 // 0, until d has passed, all starting together. It returns every commit's
-// latency and the time from the start until the last committer finished.
-// The first error stops every committer.
-func drive(ctx context.Context, n, each int, d time.Duration, commit func(context.Context) error) ([]time.Duration, time.Duration, error) {
+// latency, each committer's slowest commits (timed from the start), and the
+// time from the start until the last committer finished. onStart, if not
+// nil, is called with the start time just before the committers start. The
+// first error stops every committer.
+func drive(ctx context.Context, n, each int, d time.Duration, commit func(context.Context) error,
+	onStart func(time.Time)) ([]time.Duration, []slowCommit, time.Duration, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	recs := make([]*measure.Recorder, n)
+	slows := make([]*slowest, n)
 	hint := each
 	if hint == 0 {
 		hint = 1024
 	}
 	for i := range recs {
 		recs[i] = measure.NewRecorder(hint)
+		slows[i] = &slowest{k: worstPerRun}
 	}
 	var (
 		wg      sync.WaitGroup
 		stop    atomic.Bool
 		startCh = make(chan struct{})
+		start   time.Time // set before startCh is closed
 	)
 	for i := range n {
-		rec := recs[i]
+		rec, slow := recs[i], slows[i]
 		wg.Go(func() {
 			<-startCh
 			for k := 0; each == 0 || k < each; k++ {
 				if stop.Load() || ctx.Err() != nil {
 					return
 				}
-				start := time.Now()
+				t0 := time.Now()
 				err := commit(ctx)
-				rec.Add(time.Since(start))
+				lat := time.Since(t0)
+				rec.Add(lat)
+				slow.add(slowCommit{start: t0.Sub(start), latency: lat})
 				if err != nil {
 					cancel(err)
 					return
@@ -284,7 +298,10 @@ func drive(ctx context.Context, n, each int, d time.Duration, commit func(contex
 			}
 		})
 	}
-	start := time.Now()
+	start = time.Now()
+	if onStart != nil {
+		onStart(start)
+	}
 	close(startCh)
 	if each == 0 {
 		t := time.AfterFunc(d, func() { stop.Store(true) })
@@ -293,7 +310,11 @@ func drive(ctx context.Context, n, each int, d time.Duration, commit func(contex
 	wg.Wait()
 	elapsed := time.Since(start)
 	if err := context.Cause(ctx); err != nil {
-		return nil, elapsed, err
+		return nil, nil, elapsed, err
 	}
-	return measure.Merge(recs...), elapsed, nil
+	var kept []slowCommit
+	for _, s := range slows {
+		kept = append(kept, s.kept...)
+	}
+	return measure.Merge(recs...), kept, elapsed, nil
 }

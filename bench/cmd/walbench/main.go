@@ -1,24 +1,48 @@
 // Command walbench reruns, against durawal on a real directory, the
 // experiments of the four articles the project reproduces, and prints their
-// tables in Markdown. The articles are 000, innodb_flush_log_at_trx_commit
-// and P99 on NVMe (MySQL 8.0.35); 001, Redis appendfsync always/everysec/no
-// (Redis 8, macOS SSD); 002, the MySQL "fsync cliff" under concurrent
-// commits; and 004, counting InnoDB redo fsyncs (MySQL 8.4). The experiments:
+// tables in Markdown. The articles (internal/articles has the full
+// citations, which walbench prints at the top): 000, on
+// innodb_flush_log_at_trx_commit and P99 on NVMe (Chinese, MySQL 8.0.35);
+// 001, "appendfsync always/everysec/no" (Chinese, bigywater.tech, 2026,
+// Redis 8.10.2 on a macOS SSD); 002, the MySQL fsync cliff under concurrent
+// writes (Chinese, MySQL 8.0 in Docker); and 004, on counting the InnoDB
+// redo log's fsyncs (Vietnamese, MySQL 8.4 on tmpfs). The experiments:
 //
 //	disk    the baseline: raw write+fdatasync and raw write latency on a
 //	        preallocated file in the same directory, the physical limit of
 //	        this disk that every other table can be read against
-//	levels  article 004: 10,000 commits under InnoDB levels 1, 2 and 0 on one
+//	levels  article 004: 2,000 commits under InnoDB levels 1, 2 and 0 on one
 //	        goroutine, then level 1 over 8 goroutines (fsyncs, commits/s,
 //	        commits per fsync)
 //	aof     article 001: Redis appendfsync always/everysec/no: latency of
-//	        3,000 synchronous commits, batches of 2,000 records, 1 vs 8
+//	        1,000 synchronous commits, batches of 2,000 records, 1 vs 8
 //	        committers, delayed fsyncs
-//	cliff   article 002: commit latency p50/p95/p99 for 1, 8, 16, 32
-//	        committers at level 1, level 2, level 1 with a 500 µs / 10-commit
-//	        group delay, and level 1 without the adaptive merge wait
+//	cliff   article 002: commit latency p50/p95/p99/p99.9/max for 1, 8, 16,
+//	        32 committers at level 1, level 2, level 1 with a 500 µs /
+//	        10-commit group delay, and level 1 without the adaptive merge
+//	        wait; then the adaptive and plain queues compared round by round
 //	tail    article 000: 16 committers for a fixed time at levels 1, 2, 0
-//	        (commits/s, p50, p99, log-buffer waits)
+//	        (commits/s, p50, p99, p99.9, max, log-buffer waits)
+//	queue   not run by default: the adaptive and plain group-commit queues
+//	        back to back at 8, 16 and 32 committers, more commits each
+//
+// Every cell is measured once per round (-rounds, default 3), and the
+// rounds are interleaved: round 1 runs every cell in order, round 2 in
+// reverse, round 3 in order, so a disk that drifts during the run slows
+// every cell alike. Tables print the median of the rounds with its range,
+// median [min–max], and mark with * a figure whose range is wider than its
+// distance from the neighbouring row's median (which of the two is larger
+// is not settled). Ratios (8 vs 1 committers, against the disk, adaptive ÷
+// plain) are taken within each round. The disk baseline runs in every round
+// and once more at the end (drift check).
+//
+// Tables that show a p99.9 or a max also say what the slowest commits (the
+// slowest 0.1% of each round, at most 32) waited on: a sampler reads
+// wal.Stats every millisecond while the committers run, and the counters
+// that moved during each slow commit name a segment roll, a wait for the
+// next segment, a full log buffer, a background sync, a postponed write, a
+// group delay, a long fdatasync or write(), or a GC cycle; "none counted"
+// leaves the scheduler or a lock. Only the public API of package wal is used.
 //
 // levels and tail also run the sync method (innodb_flush_method) as a
 // dimension: by default the article's O_DIRECT rows (=2 + O_DIRECT and
@@ -29,24 +53,32 @@
 //
 // Usage:
 //
-//	go run ./bench/cmd/walbench [-exp disk,levels,aof,cliff,tail] [-quick]
-//	    [-dir PARENT] [-size BYTES] [-method LIST] [-json FILE] [-plot DIR]
+//	go run ./bench/cmd/walbench [-exp disk,levels,aof,cliff,tail,queue] [-quick]
+//	    [-rounds N] [-dir PARENT] [-size BYTES] [-method LIST] [-json FILE] [-plot DIR]
+//
+// -json writes every round's figures and each cell's spreads; -plot writes
+// charts as SVG (fonts embedded) and PNG, each with a caption: latency by
+// percentile on a stretched tail axis (50 … 99.99 %) for levels and aof,
+// and commits per fsync (with the y = x line) and p99 against committers
+// for cliff. Both print the paths they wrote.
 //
 // How to read it: every figure is measured here, on this machine and this
 // directory's disk; the columns labelled "article" are the articles'
 // figures, from their hardware and their database, and are printed only so
 // the shape can be compared (which setting wins, by how much), never the
-// absolute numbers. Read commits/s at level 1 against the disk table's
-// write+fdatasync ops/s: one goroutine cannot beat it, and group commit is
-// how many goroutines do. The fsync counts come from wal.Stats and are
-// checked against the system calls counted by a vfs.Counter under the log;
-// a warning line says if they ever disagree. On tmpfs or overlayfs fsync is
-// nearly free and the tables say little; walbench warns when it sees them.
+// absolute numbers. fsyncs are counted over the commits only, from after
+// Open to the last commit's return: neither the syncs that prepare the
+// first segment nor the final sync at Close (the examples/ lessons count
+// the same way). Over each log's whole life they are checked against the
+// system calls counted by a vfs.Counter under the log; a warning line says
+// if they ever disagree. On tmpfs or overlayfs fsync is nearly free and the
+// tables say little; walbench warns when it sees them.
 //
 // Each log is opened in a fresh subdirectory of a fresh run directory
 // (under -dir, default TMPDIR), removed when its run ends; the run directory
-// is removed at exit. A default run takes about a minute or two; -quick is a
-// smoke run of a few seconds with reduced counts.
+// is removed at exit. A default run takes about a minute on the project's
+// 2-core development machine; -quick is a smoke run of a few seconds with
+// reduced counts.
 package main
 
 import (
@@ -68,6 +100,12 @@ import (
 // experiments lists the experiment names in the order they run; disk runs
 // first so the other tables can be read against it.
 var experiments = []string{"disk", "levels", "aof", "cliff", "tail"}
+
+// extraExperiments run only when -exp names them, after the others.
+var extraExperiments = []string{"queue"}
+
+// allExperiments is every experiment -exp accepts, in run order.
+func allExperiments() []string { return append(slices.Clone(experiments), extraExperiments...) }
 
 // errUsage marks an error in the command line (exit status 2).
 var errUsage = errors.New("usage")
@@ -98,6 +136,7 @@ type config struct {
 	json    string      // -json file, or ""
 	methods []methodRow // the sync-method rows of levels and tail
 	plot    string      // -plot directory, or ""
+	rounds  int         // times every cell is measured, interleaved
 	counts  counts
 }
 
@@ -109,23 +148,26 @@ type counts struct {
 	aofBatch              int           // aof: records per batch (article: 2,000)
 	aofClientTime         time.Duration // aof: 1 vs 8 committers run for this long
 	cliffPerCommitter     int           // cliff: commits per committer
+	queuePerCommitter     int           // queue: commits per committer
 	tailTime              time.Duration // tail: each level runs for this long
 }
 
 var (
+	// defaultCounts are per round: three rounds of each fit the minute the
+	// README promises on this project's 2-core development machine.
 	defaultCounts = counts{
-		diskSyncs: 2000, diskWrites: 20000,
-		levelCommits: 10000,
-		aofCommits:   3000, aofBatch: 2000, aofClientTime: 3 * time.Second,
-		cliffPerCommitter: 500,
-		tailTime:          4 * time.Second,
+		diskSyncs: 1000, diskWrites: 10000,
+		levelCommits: 2000,
+		aofCommits:   1000, aofBatch: 2000, aofClientTime: 400 * time.Millisecond,
+		cliffPerCommitter: 200, queuePerCommitter: 500,
+		tailTime: 700 * time.Millisecond,
 	}
 	quickCounts = counts{
 		diskSyncs: 100, diskWrites: 1000,
 		levelCommits: 500,
 		aofCommits:   200, aofBatch: 2000, aofClientTime: 150 * time.Millisecond,
-		cliffPerCommitter: 20,
-		tailTime:          150 * time.Millisecond,
+		cliffPerCommitter: 20, queuePerCommitter: 20,
+		tailTime: 150 * time.Millisecond,
 	}
 )
 
@@ -140,7 +182,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(io.Discard)
 	dir := fs.String("dir", "", "parent `directory` of the run directory (default TMPDIR); must be on the disk to measure")
 	quick := fs.Bool("quick", false, "smoke run with reduced counts (a few seconds)")
-	exp := fs.String("exp", strings.Join(experiments, ","), "comma-separated `experiments` to run: "+strings.Join(experiments, ", "))
+	rounds := fs.Int("rounds", 3, "measure every cell this many `times`, interleaved; tables show the median and range")
+	exp := fs.String("exp", strings.Join(experiments, ","), "comma-separated `experiments` to run: "+strings.Join(experiments, ", ")+
+		"; also queue (adaptive vs plain group-commit queue at 8/16/32 committers, not run by default)")
 	size := fs.Int("size", 100, "record size in `bytes`")
 	segment := fs.Int64("segment", 0, "segment size in `bytes` (default: wal.DefaultSegmentSize, 4 MiB with -quick)")
 	jsonPath := fs.String("json", "", "write every raw figure as JSON to `file`")
@@ -160,7 +204,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("%w: unexpected argument %q (run walbench -h for the flags)", errUsage, fs.Arg(0))
 	}
-	c := config{parent: *dir, quick: *quick, size: *size, segment: *segment, json: *jsonPath, plot: *plotDir, counts: defaultCounts}
+	c := config{parent: *dir, quick: *quick, size: *size, segment: *segment, json: *jsonPath, plot: *plotDir, rounds: *rounds, counts: defaultCounts}
+	if c.rounds < 1 || c.rounds > 100 {
+		return config{}, fmt.Errorf("%w: -rounds %d: want 1..100", errUsage, c.rounds)
+	}
 	if c.quick {
 		c.counts = quickCounts
 	}
@@ -168,8 +215,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		name = strings.TrimSpace(name)
 		switch {
 		case name == "":
-		case !slices.Contains(experiments, name):
-			return config{}, fmt.Errorf("%w: -exp: unknown experiment %q, want some of %s", errUsage, name, strings.Join(experiments, ","))
+		case !slices.Contains(allExperiments(), name):
+			return config{}, fmt.Errorf("%w: -exp: unknown experiment %q, want some of %s", errUsage, name, strings.Join(allExperiments(), ","))
 		case !slices.Contains(c.exps, name):
 			c.exps = append(c.exps, name)
 		}
@@ -180,7 +227,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.methods, err = parseMethods(*methodList); err != nil {
 		return config{}, fmt.Errorf("%w: -method: %v", errUsage, err)
 	}
-	slices.SortFunc(c.exps, func(a, b string) int { return slices.Index(experiments, a) - slices.Index(experiments, b) })
+	slices.SortFunc(c.exps, func(a, b string) int { return slices.Index(allExperiments(), a) - slices.Index(allExperiments(), b) })
 	if c.size < 1 || c.size > 1<<20 {
 		return config{}, fmt.Errorf("%w: -size %d: want 1..%d bytes", errUsage, c.size, 1<<20)
 	}
@@ -230,30 +277,45 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		e.warnf("%s", w)
 	}
 	writeHeader(stdout, rep.Header)
+
+	// Plan every cell of every experiment, run the plan round by round,
+	// then print the tables.
+	p := &plan{}
 	for _, name := range cfg.exps {
-		if err := ctx.Err(); err != nil {
-			return err
+		switch name {
+		case "disk":
+			rep.Disk = planDisk(e, p)
+		case "levels":
+			rep.Levels = planLevels(e, p)
+		case "aof":
+			rep.AOF = planAOF(e, p)
+		case "cliff":
+			rep.Cliff = planCliff(e, p)
+		case "tail":
+			rep.Tail = planTail(e, p)
+		case "queue":
+			rep.Queue = planQueue(e, p)
 		}
+	}
+	if err := e.runRounds(p, e.skipUnsupported); err != nil {
+		return err
+	}
+	rep.Rounds = cfg.rounds
+	for _, name := range cfg.exps {
 		var tables []table
 		switch name {
 		case "disk":
-			rep.Disk, err = runDisk(e)
-			tables = diskTables(rep.Disk)
+			tables = diskTables(rep.Disk, cfg.rounds)
 		case "levels":
-			rep.Levels, err = runLevels(e)
-			tables = levelsTables(rep.Levels, rep.Disk)
+			tables = levelsTables(rep.Levels, rep.Disk, cfg.rounds)
 		case "aof":
-			rep.AOF, err = runAOF(e)
-			tables = aofTables(rep.AOF, rep.Disk)
+			tables = aofTables(rep.AOF, rep.Disk, cfg.rounds)
 		case "cliff":
-			rep.Cliff, err = runCliff(e)
-			tables = cliffTables(rep.Cliff)
+			tables = cliffTables(rep.Cliff, cfg.rounds)
 		case "tail":
-			rep.Tail, err = runTail(e)
-			tables = tailTables(rep.Tail, rep.Disk)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			tables = tailTables(rep.Tail, rep.Disk, cfg.rounds)
+		case "queue":
+			tables = queueTables(rep.Queue, cfg.rounds)
 		}
 		for _, t := range tables {
 			t.write(stdout)
@@ -272,10 +334,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := writeJSON(jsonFile, rep); err != nil {
 			return fmt.Errorf("-json: %w", err)
 		}
+		if err := jsonFile.Close(); err != nil {
+			return fmt.Errorf("-json: %w", err)
+		}
+		fmt.Fprintf(stdout, "\nJSON written to %s\n", cfg.json)
 	}
 	if cfg.plot != "" {
-		if err := writePlots(cfg.plot, rep); err != nil {
+		paths, err := writePlots(cfg.plot, rep)
+		if err != nil {
 			return fmt.Errorf("-plot: %w", err)
+		}
+		fmt.Fprintf(stdout, "\nCharts written to %s:\n", cfg.plot)
+		for _, p := range paths {
+			fmt.Fprintf(stdout, "- %s\n", p)
 		}
 	}
 	e.progressf("done in %s", rep.Elapsed.Round(100*time.Millisecond))

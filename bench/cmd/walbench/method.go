@@ -52,29 +52,56 @@ func parseMethods(list string) ([]methodRow, error) {
 // label names a row as the article does, e.g. "innodb=2 + O_DIRECT".
 func (r methodRow) label() string { return fmt.Sprintf("innodb=%d + %v", r.level, r.method) }
 
-// runMethodRows measures s for each method row, with the row's level and
-// method; a method the filesystem refuses is skipped with a warning.
-func (e *env) runMethodRows(what string, s func(methodRow) spec) ([]result, error) {
-	var out []result
+// planMethodRows queues s for each method row, with the row's level and
+// method, and returns the cells in row order. A method the filesystem
+// refuses leaves its cell empty (see skipUnsupported); present drops those.
+func (e *env) planMethodRows(p *plan, what string, s func(methodRow) spec) []*cell {
+	var out []*cell
 	for _, row := range e.cfg.methods {
 		pol, err := policy.InnoDB(row.level)
 		if err != nil {
-			return nil, err
+			panic(err) // levels 0, 1, 2 exist
 		}
 		sp := s(row)
 		sp.pol, sp.method = pol, row.method
-		e.progressf("%s: %s", what, sp.name)
-		r, err := e.measureRun(sp)
-		if errors.Is(err, wal.ErrSyncMethodUnsupported) {
-			e.warnf("%s: %s skipped: %v", what, sp.name, err)
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
+		out = append(out, p.add(e, what+": "+sp.name, sp))
 	}
-	return out, nil
+	return out
+}
+
+// skipUnsupported reports, with a warning, a job whose sync method the
+// filesystem refuses: walbench leaves that cell out rather than failing.
+func (e *env) skipUnsupported(j *job, err error) bool {
+	if !errors.Is(err, wal.ErrSyncMethodUnsupported) {
+		return false
+	}
+	e.warnf("%s skipped: %v", j.what, err)
+	return true
+}
+
+// present returns the cells that were measured.
+func present(cells []*cell) []*cell {
+	var out []*cell
+	for _, c := range cells {
+		if len(c.Rounds) > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// methodGroups returns the * flag's groups for a table whose first base
+// rows use fdatasync and whose others are sync-method rows: a method row is
+// compared with the method row next to it, not with the last level.
+func methodGroups(base, n int) []string {
+	g := make([]string, n)
+	for i := range g {
+		g[i] = "fdatasync"
+		if i >= base {
+			g[i] = "method"
+		}
+	}
+	return g
 }
 
 // levelOf returns the InnoDB level a method row's result ran at, from its name.
@@ -85,7 +112,11 @@ func levelOf(r result) int {
 }
 
 // methodNote explains the sync-method rows under a table.
-func methodNote(rows []result) string {
+func methodNote(cells []*cell) string {
+	rows := make([]result, len(cells))
+	for i, c := range cells {
+		rows[i] = c.first()
+	}
 	note := "Rows \"+ METHOD\" open the log with that innodb_flush_method (wal.Options.SyncMethod); the others use fdatasync. " +
 		"O_DSYNC makes every write durable, so its commits issue no fsync; O_DIRECT writes bypass the page cache, " +
 		"padded to whole blocks."

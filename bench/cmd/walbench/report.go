@@ -19,6 +19,8 @@ type report struct {
 	AOF     *aofResult    `json:"aof,omitempty"`
 	Cliff   *cliffResult  `json:"cliff,omitempty"`
 	Tail    *tailResult   `json:"tail,omitempty"`
+	Queue   *queueResult  `json:"queue,omitempty"`
+	Rounds  int           `json:"rounds"`
 	Checks  []check       `json:"counter_checks"`
 	Elapsed time.Duration `json:"elapsed_ns"`
 }
@@ -84,6 +86,33 @@ func fmtUS(d time.Duration) string {
 	return fmtInt(int(us + 0.5))
 }
 
+// fmtCount formats a count (a median may be fractional) with thousands
+// separators.
+func fmtCount(x float64) string { return fmtInt(int64(x + 0.5)) }
+
+// fmtFloat1 formats x with one decimal.
+// From 100 on it is a whole number with thousands separators.
+func fmtFloat1(x float64) string {
+	if x >= 100 {
+		return fmtCount(x)
+	}
+	return strconv.FormatFloat(x, 'f', 1, 64)
+}
+
+// fmtUSf formats microseconds as fmtUS does.
+func fmtUSf(x float64) string { return fmtUS(time.Duration(x * float64(time.Microsecond))) }
+
+// fmtRatioOrDash is fmtRatio, or "—" for 0 (no fsyncs).
+func fmtRatioOrDash(x float64) string {
+	if x == 0 {
+		return "—"
+	}
+	return fmtRatio(x)
+}
+
+// ms returns d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
 // fmtMS formats a duration in milliseconds with one decimal.
 func fmtMS(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64)
@@ -120,6 +149,7 @@ func writeHeader(w io.Writer, h header) {
 		{"record size", fmt.Sprintf("%d bytes", h.RecordSize)},
 		{"segment size", fmt.Sprintf("%s (zero-filled before use)", fmtBytes(h.SegmentSize))},
 		{"mode", h.Mode},
+		{"rounds", fmt.Sprintf("%d, interleaved", h.Rounds)},
 		{"started", h.Started.Format(time.RFC3339)},
 	}
 	for _, r := range rows {
@@ -128,8 +158,22 @@ func writeHeader(w io.Writer, h header) {
 	for _, warn := range h.Warnings {
 		fmt.Fprintf(w, "- **warning**: %s\n", warn)
 	}
-	fmt.Fprintf(w, "\nColumns headed \"article\" are the article's own figures, measured on its "+
-		"hardware with its database: compare the shape, not the numbers.\n\n")
+	fmt.Fprintln(w)
+	writeSources(w)
+	writeReadingGuide(w, h.Rounds)
+}
+
+// writeReadingGuide explains, once, what every table's cells mean.
+func writeReadingGuide(w io.Writer, rounds int) {
+	fmt.Fprintf(w, "How to read the tables:\n\n")
+	fmt.Fprintf(w, "- Columns headed \"article\" are the article's own figures, measured on its "+
+		"hardware with its database: compare the shape, not the numbers.\n")
+	if rounds > 1 {
+		fmt.Fprintf(w, "- Every cell was measured %d times, in interleaved rounds (round 1 runs every cell in order, "+
+			"round 2 in reverse, and so on), so that a drifting disk slows every cell alike. %s\n", rounds, flagNote)
+	}
+	fmt.Fprintf(w, "- %s\n", fsyncCountNote)
+	fmt.Fprintf(w, "- %s\n\n", causesNote)
 }
 
 // writeChecks prints the counter cross-check summary.

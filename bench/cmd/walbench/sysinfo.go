@@ -25,6 +25,7 @@ type header struct {
 	RecordSize  int       `json:"record_size"`
 	SegmentSize int64     `json:"segment_size"`
 	Mode        string    `json:"mode"`
+	Rounds      int       `json:"rounds"`
 	LoadAvg     string    `json:"load_average"`
 	Started     time.Time `json:"started"`
 	Warnings    []string  `json:"warnings,omitempty"`
@@ -43,6 +44,7 @@ func collectHeader(dir string, cfg config) header {
 		RecordSize:  cfg.size,
 		SegmentSize: cfg.segment,
 		Mode:        "default counts",
+		Rounds:      cfg.rounds,
 		LoadAvg:     loadAverage(),
 		Started:     time.Now(),
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,9 +13,9 @@ import (
 type tailResult struct {
 	Committers int           `json:"committers"`
 	Duration   time.Duration `json:"duration_ns"`
-	Levels     []result      `json:"levels"` // levels 1, 2, 0
+	Levels     []*cell       `json:"levels"` // levels 1, 2, 0
 	// Methods are the sync-method rows (-method), with 16 committers too.
-	Methods []result `json:"methods,omitempty"`
+	Methods []*cell `json:"methods,omitempty"`
 }
 
 const tailCommitters = 16
@@ -26,79 +27,74 @@ var tailLevels = []int{1, 2, 0}
 var article000 = map[int]struct{ tps, p50, p99 string }{
 	1: {"1,750", "6.2", "41"},
 	2: {"2,380", "4.8", "14"},
-	0: {"2,510 (+O_DIRECT)", "4.5", "11"},
+	0: {"—", "—", "—"}, // the article ran =0 only with O_DIRECT
 }
 
-// runTail runs 16 committers for a fixed time at levels 1, 2 and 0.
-func runTail(e *env) (*tailResult, error) {
+// article000Direct are article 000's O_DIRECT rows.
+var article000Direct = map[int]struct{ tps, p50, p99 string }{
+	2: {"2,480", "4.6", "11"},
+	0: {"2,510", "4.5", "11"},
+}
+
+// planTail queues 16 committers for a fixed time at levels 1, 2 and 0.
+func planTail(e *env, p *plan) *tailResult {
 	d := e.cfg.counts.tailTime
 	res := &tailResult{Committers: tailCommitters, Duration: d}
 	for _, level := range tailLevels {
-		pol, err := policy.InnoDB(level)
-		if err != nil {
-			return nil, err
-		}
-		e.progressf("tail: innodb=%d, %d committers for %s", level, tailCommitters, d)
-		r, err := e.measureRun(spec{name: fmt.Sprintf("innodb=%d × %d", level, tailCommitters), pol: pol,
-			committers: tailCommitters, duration: d, keepCDF: false})
-		if err != nil {
-			return nil, err
-		}
-		res.Levels = append(res.Levels, r)
+		pol, _ := policy.InnoDB(level)
+		res.Levels = append(res.Levels, p.add(e, fmt.Sprintf("tail: innodb=%d, %d committers for %s", level, tailCommitters, d),
+			spec{name: fmt.Sprintf("innodb=%d × %d", level, tailCommitters), pol: pol, committers: tailCommitters, duration: d}))
 	}
-	var err error
-	res.Methods, err = e.runMethodRows("tail", func(row methodRow) spec {
+	res.Methods = e.planMethodRows(p, "tail", func(row methodRow) spec {
 		return spec{name: fmt.Sprintf("%s × %d", row.label(), tailCommitters), committers: tailCommitters, duration: d}
 	})
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
+	return res
 }
 
 // tailTables renders article 000's table.
-func tailTables(t *tailResult, disk *diskResult) []table {
+func tailTables(t *tailResult, disk *diskResult, rounds int) []table {
 	tb := table{
-		title: fmt.Sprintf("tail (article 000) — %d committers for %s at innodb = 1, 2, 0", t.Committers, t.Duration),
+		title: fmt.Sprintf("tail — %s — %d committers for %s at innodb = 1, 2, 0", art000.Short(), t.Committers, t.Duration),
 		notes: []string{
 			"Our committers do nothing but commit, so level 0 measures the log buffer, not a database. " +
 				"Buffer-full waits are appends that had to write the log buffer first (Innodb_log_waits); " +
 				"segment stalls are appends that waited for the next segment to be zero-filled.",
-			"Article: MySQL 8.0.35 on an Intel P5510 NVMe, sysbench oltp_update_non_index, 16 threads, " +
-				"median of 5; each transaction does real work, so its rates are far lower. Its fdatasync: 0.42 ms mean, 1.8 ms p99.",
+			"Article: sysbench oltp_update_non_index, 16 threads, median of 5; each transaction does real work, " +
+				"so its rates are far lower. Its fdatasync: 0.42 ms mean, 1.8 ms p99. Its =0 row was measured only with O_DIRECT.",
+			fsyncCountNote, roundsNote(rounds),
 		},
-		header: []string{"level", "commits/s", "p50 µs", "p99 µs", "max µs", "fsyncs", "commits/fsync", "buffer-full waits", "rolls", "segment stalls",
+		header: []string{"level", "commits/s", "p50 µs", "p99 µs", "p99.9 µs", "max µs", "fsyncs", "commits/fsync",
+			"buffer-full waits", "rolls", "segment stalls", "slowest commits waited on",
 			"article TPS", "article p50 ms", "article p99 ms"},
 	}
-	for i, r := range t.Levels {
-		a := article000[tailLevels[i]]
-		cpf := "—"
-		if r.Fsyncs > 0 {
-			cpf = fmtRatio(r.CommitsPerFsync)
+	cells := append(slices.Clone(t.Levels), present(t.Methods)...)
+	rows := spreadCells(cells, methodGroups(len(t.Levels), len(cells)), []col{
+		{metric: "commits_per_sec", format: fmtRate}, {metric: "p50_us", format: fmtUSf}, {metric: "p99_us", format: fmtUSf},
+		{metric: "p999_us", format: fmtUSf}, {metric: "max_us", format: fmtUSf},
+		{metric: "fsyncs", format: fmtCount, noFlag: true}, {metric: "commits_per_fsync", format: fmtRatioOrDash},
+		{metric: "buffer_full_waits", format: fmtCount, noFlag: true}, {metric: "rolls", format: fmtCount, noFlag: true},
+		{metric: "segment_stalls", format: fmtCount, noFlag: true},
+	})
+	for i, c := range cells {
+		r := c.first()
+		level := levelOf(r)
+		a := article000[level]
+		label := fmt.Sprintf("innodb=%d", level)
+		if i >= len(t.Levels) {
+			label = strings.TrimSuffix(r.Name, fmt.Sprintf(" × %d", t.Committers))
+			a = struct{ tps, p50, p99 string }{"—", "—", "—"}
+			if d, ok := article000Direct[level]; ok && r.Method == "O_DIRECT" {
+				a = d
+			}
 		}
-		tb.rows = append(tb.rows, []string{fmt.Sprintf("innodb=%d", tailLevels[i]), fmtRate(r.CommitsPerSec),
-			fmtUS(r.Latency.P50), fmtUS(r.Latency.P99), fmtUS(r.Latency.Max), fmtInt(r.Fsyncs), cpf,
-			fmtInt(r.BufferFullWaits), fmtInt(r.Rolls), fmtInt(r.SegmentStalls), a.tps, a.p50, a.p99})
+		tb.rows = append(tb.rows, append(append([]string{label}, rows[i]...), c.Worst.String(), a.tps, a.p50, a.p99))
 	}
-	for _, r := range t.Methods {
-		cpf := "—"
-		if r.Fsyncs > 0 {
-			cpf = fmtRatio(r.CommitsPerFsync)
-		}
-		a := struct{ tps, p50, p99 string }{"—", "—", "—"}
-		if r.Method == "O_DIRECT" && levelOf(r) == 0 {
-			a = article000[0] // the article's =0 row is with O_DIRECT
-		}
-		tb.rows = append(tb.rows, []string{strings.TrimSuffix(r.Name, fmt.Sprintf(" × %d", t.Committers)), fmtRate(r.CommitsPerSec),
-			fmtUS(r.Latency.P50), fmtUS(r.Latency.P99), fmtUS(r.Latency.Max), fmtInt(r.Fsyncs), cpf,
-			fmtInt(r.BufferFullWaits), fmtInt(r.Rolls), fmtInt(r.SegmentStalls), a.tps, a.p50, a.p99})
+	if m := present(t.Methods); len(m) > 0 {
+		tb.notes = append(tb.notes, methodNote(m))
 	}
-	if len(t.Methods) > 0 {
-		tb.notes = append(tb.notes, methodNote(t.Methods))
-	}
-	if disk != nil {
-		tb.notes = append(tb.notes, fmt.Sprintf("This disk's write+%s: mean %s µs, p99 %s µs.",
-			disk.Datasync, fmtUS(disk.WriteSync.Latency.Mean), fmtUS(disk.WriteSync.Latency.P99)))
+	if disk != nil && disk.WriteSync != nil {
+		tb.notes = append(tb.notes, fmt.Sprintf("This disk's write+%s: mean %s µs, p99 %s µs (medians of the rounds).",
+			disk.Datasync, fmtUSf(disk.WriteSync.get("mean_us").Median), fmtUSf(disk.WriteSync.get("p99_us").Median)))
 	}
 	return []table{tb}
 }

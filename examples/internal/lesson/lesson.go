@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/durawal/durawal/internal/articles"
 	"github.com/durawal/durawal/internal/measure"
 )
 
@@ -117,6 +118,15 @@ func Explain(w io.Writer, text string) {
 		n += len([]rune(word))
 	}
 	fmt.Fprintln(w)
+}
+
+// Sources writes, after a blank line, one "Source:" line per article whose
+// figures the lesson's table prints beside its own.
+func Sources(w io.Writer, as ...articles.Article) {
+	fmt.Fprintln(w)
+	for _, a := range as {
+		fmt.Fprintf(w, "Source: article %s\n", a.Cite())
+	}
 }
 
 // OneLine returns text with every run of white space (the indentation and
