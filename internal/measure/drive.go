@@ -21,6 +21,13 @@ type Load struct {
 	// For is how long the workers keep calling; a call running when it ends
 	// finishes and is counted.
 	For time.Duration
+	// OnStart, if set, is called with the start time once every worker is
+	// ready, just before they are released.
+	OnStart func(start time.Time)
+	// OnCall, if set, is called after every call, in the worker's own
+	// goroutine (so per-worker state needs no lock), with when the call
+	// started and how long it took.
+	OnCall func(worker int, start time.Time, latency time.Duration)
 }
 
 // Run is what Drive measured.
@@ -80,9 +87,13 @@ func Drive(ctx context.Context, ld Load, op func(ctx context.Context, worker, se
 				case ld.Total > 0 && taken.Add(1) > int64(ld.Total):
 					return
 				}
-				start := time.Now()
+				t0 := time.Now()
 				err := op(ctx, w, seq)
-				rec.Add(time.Since(start))
+				lat := time.Since(t0)
+				rec.Add(lat)
+				if ld.OnCall != nil {
+					ld.OnCall(w, t0, lat)
+				}
 				if err != nil {
 					cancel(err)
 					return
@@ -92,6 +103,9 @@ func Drive(ctx context.Context, ld Load, op func(ctx context.Context, worker, se
 	}
 	ready.Wait()
 	start := time.Now()
+	if ld.OnStart != nil {
+		ld.OnStart(start)
+	}
 	close(release)
 	if each == 0 && ld.Total == 0 {
 		t := time.AfterFunc(ld.For, func() { stop.Store(true) })

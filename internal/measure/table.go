@@ -31,6 +31,11 @@ func (t *Table) Row(cells ...any) {
 	t.rows = append(t.rows, row)
 }
 
+// RowStrings adds a row of cells already formatted.
+func (t *Table) RowStrings(cells ...string) {
+	t.rows = append(t.rows, cells)
+}
+
 // Len returns the number of body rows.
 func (t *Table) Len() int { return len(t.rows) - 1 }
 

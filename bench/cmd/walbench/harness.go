@@ -6,8 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/durawal/durawal/groupcommit"
@@ -253,68 +251,36 @@ func (e *env) addCheck(run string, st wal.Stats, c *vfs.Counter) {
 }
 
 // drive runs commit on n goroutines, each either each times or, if each is
-// 0, until d has passed, all starting together. It returns every commit's
-// latency, each committer's slowest commits (timed from the start), and the
-// time from the start until the last committer finished. onStart, if not
-// nil, is called with the start time just before the committers start. The
-// first error stops every committer.
+// 0, until d has passed, all starting together (measure.Drive). It returns
+// every commit's latency, each committer's slowest commits (timed from the
+// start), and the time from the start until the last committer finished.
+// onStart, if not nil, is called with the start time just before the
+// committers start. The first error stops every committer.
 func drive(ctx context.Context, n, each int, d time.Duration, commit func(context.Context) error,
 	onStart func(time.Time)) ([]time.Duration, []slowCommit, time.Duration, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	recs := make([]*measure.Recorder, n)
 	slows := make([]*slowest, n)
-	hint := each
-	if hint == 0 {
-		hint = 1024
-	}
-	for i := range recs {
-		recs[i] = measure.NewRecorder(hint)
+	for i := range slows {
 		slows[i] = &slowest{k: worstPerRun}
 	}
-	var (
-		wg      sync.WaitGroup
-		stop    atomic.Bool
-		startCh = make(chan struct{})
-		start   time.Time // set before startCh is closed
-	)
-	for i := range n {
-		rec, slow := recs[i], slows[i]
-		wg.Go(func() {
-			<-startCh
-			for k := 0; each == 0 || k < each; k++ {
-				if stop.Load() || ctx.Err() != nil {
-					return
-				}
-				t0 := time.Now()
-				err := commit(ctx)
-				lat := time.Since(t0)
-				rec.Add(lat)
-				slow.add(slowCommit{start: t0.Sub(start), latency: lat})
-				if err != nil {
-					cancel(err)
-					return
-				}
-			}
-		})
-	}
-	start = time.Now()
-	if onStart != nil {
-		onStart(start)
-	}
-	close(startCh)
+	var start time.Time
+	ld := measure.Load{Workers: n, Each: each, OnStart: func(t time.Time) {
+		start = t
+		if onStart != nil {
+			onStart(t)
+		}
+	}, OnCall: func(w int, t0 time.Time, lat time.Duration) {
+		slows[w].add(slowCommit{start: t0.Sub(start), latency: lat})
+	}}
 	if each == 0 {
-		t := time.AfterFunc(d, func() { stop.Store(true) })
-		defer t.Stop()
+		ld.For = d
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if err := context.Cause(ctx); err != nil {
-		return nil, nil, elapsed, err
+	run, err := measure.Drive(ctx, ld, func(ctx context.Context, _, _ int) error { return commit(ctx) })
+	if err != nil {
+		return nil, nil, run.Elapsed, err
 	}
 	var kept []slowCommit
 	for _, s := range slows {
 		kept = append(kept, s.kept...)
 	}
-	return measure.Merge(recs...), kept, elapsed, nil
+	return run.Latencies, kept, run.Elapsed, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/durawal/durawal/internal/measure"
@@ -33,47 +32,15 @@ type table struct {
 	rows   [][]string
 }
 
-// write renders t as a Markdown section with aligned columns.
+// write renders t as a Markdown section (measure.Table: figures
+// right-aligned), followed by a blank line.
 func (t table) write(w io.Writer) {
-	fmt.Fprintf(w, "## %s\n\n", t.title)
-	for _, n := range t.notes {
-		fmt.Fprintf(w, "%s\n\n", n)
-	}
-	widths := make([]int, len(t.header))
-	for i, h := range t.header {
-		widths[i] = len([]rune(h))
-	}
+	mt := measure.NewTable(t.header...)
+	mt.Title, mt.Notes = t.title, t.notes
 	for _, r := range t.rows {
-		for i, c := range r {
-			widths[i] = max(widths[i], len([]rune(c)))
-		}
+		mt.RowStrings(r...)
 	}
-	line := func(cells []string, numericRight bool) {
-		var b strings.Builder
-		b.WriteString("|")
-		for i, c := range cells {
-			pad := strings.Repeat(" ", widths[i]-len([]rune(c)))
-			if numericRight && i > 0 {
-				b.WriteString(" " + pad + c + " |")
-			} else {
-				b.WriteString(" " + c + pad + " |")
-			}
-		}
-		fmt.Fprintln(w, b.String())
-	}
-	line(t.header, false)
-	sep := make([]string, len(widths))
-	for i, wd := range widths {
-		if i == 0 {
-			sep[i] = strings.Repeat("-", wd)
-		} else {
-			sep[i] = strings.Repeat("-", wd-1) + ":"
-		}
-	}
-	line(sep, false)
-	for _, r := range t.rows {
-		line(r, true)
-	}
+	mt.Fprint(w)
 	fmt.Fprintln(w)
 }
 
