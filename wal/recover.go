@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -238,7 +239,7 @@ func (l *Log) recover() error {
 	}
 	l.segFirsts = firsts
 	l.info.FirstLSN, l.info.EndLSN = firsts[0], l.next
-	slices.SortStableFunc(l.info.Quarantined, func(a, b QuarantineFile) int { return cmpLSN(a.FromLSN, b.FromLSN) })
+	slices.SortStableFunc(l.info.Quarantined, func(a, b QuarantineFile) int { return cmp.Compare(a.FromLSN, b.FromLSN) })
 	return nil
 }
 
@@ -658,14 +659,4 @@ func lastNonZeroFrom(buf []byte, from int64) int64 {
 		}
 	}
 	return -1
-}
-
-func cmpLSN(a, b LSN) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"runtime/metrics"
 	"slices"
@@ -200,11 +201,11 @@ func attribute(kept []slowCommit, total int, samples []sample) *tailCauses {
 // and the first sample at or after it ended.
 func causesOf(c slowCommit, samples []sample) []string {
 	end := c.start + c.latency
-	i, _ := slices.BinarySearchFunc(samples, c.start, func(s sample, t time.Duration) int { return cmpDur(s.at, t) })
+	i, _ := slices.BinarySearchFunc(samples, c.start, func(s sample, t time.Duration) int { return cmp.Compare(s.at, t) })
 	if i >= len(samples) || samples[i].at > c.start {
 		i = max(i-1, 0)
 	}
-	j, _ := slices.BinarySearchFunc(samples, end, func(s sample, t time.Duration) int { return cmpDur(s.at, t) })
+	j, _ := slices.BinarySearchFunc(samples, end, func(s sample, t time.Duration) int { return cmp.Compare(s.at, t) })
 	j = min(j, len(samples)-1)
 	a, b := samples[i], samples[j]
 	var out []string
@@ -226,16 +227,6 @@ func causesOf(c slowCommit, samples []sample) []string {
 		out = append(out, causeNone)
 	}
 	return out
-}
-
-func cmpDur(a, b time.Duration) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // mergeCauses adds up the rounds' attributions.

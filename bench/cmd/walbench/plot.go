@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"io"
@@ -189,18 +190,8 @@ func decades(p *plot.Plot, lo, hi float64) {
 func medianRound(c *cell, figure string) result {
 	of := metricFunc(figure)
 	rs := slices.Clone(c.Rounds)
-	slices.SortFunc(rs, func(a, b result) int { return cmpFloat(of(a), of(b)) })
+	slices.SortFunc(rs, func(a, b result) int { return cmp.Compare(of(a), of(b)) })
 	return rs[(len(rs)-1)/2]
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // cliffCharts are commits per fsync and p99 against committers, medians
