@@ -64,8 +64,10 @@
 //   - A clean Close: everything. After its final sync Close writes an end
 //     frame whose watermark is its own LSN and syncs it, so damage anywhere
 //     in the log, the last group included, fails Open with ErrCorrupt
-//     ([RecoveryInfo].Clean reports it). Sync does not write one (it would
-//     cost a second fsync per Sync): after Sync alone, the bound below holds.
+//     ([RecoveryInfo].Clean reports it), as long as the end frame itself
+//     survives: damage that also zeroes it looks like a crash, and the bound
+//     below holds. Sync does not write one (it would cost a second fsync
+//     per Sync): after Sync alone, the bound below holds.
 //   - A crash (process, OS or power): every frame up to the highest
 //     watermark found in the last segment is verified. The frames after it —
 //     at most the groups written since the last sync completed, whose size

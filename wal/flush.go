@@ -126,9 +126,17 @@ const blockCountSize = 512
 // not the end of the log. Written through a buffered handle (under O_DIRECT
 // the direct handle's partial block now belongs to the new segment), with
 // O_DSYNC under a write-through method so no fsync is added there. A
-// version-1 segment gets none.
+// version-1 segment gets one only if it fits.
 func (l *Log) writeLink(old *segment, next LSN) error {
-	if old.version < 2 {
+	// A version-1 segment keeps no room for the link, but takes one if it
+	// fits: its successor is a version-2 segment, which builds that read
+	// only version 1 refuse anyway, so the link costs no compatibility and
+	// a vanished first version-2 segment is reported.
+	end := old.size
+	if old.limit > 0 {
+		end = old.limit
+	}
+	if old.version < 2 && old.offset(next)+endFrameSize > end {
 		return nil
 	}
 	f, err := l.fs.OpenReadWrite(old.path, l.bufferedMethod())

@@ -73,6 +73,7 @@ func (l *Log) recover() error {
 		return fmt.Errorf("wal: open: listing %s: %w", l.dir, err)
 	}
 	var firsts []LSN
+	hasFirst := false // a first-lsn file is there
 	for _, name := range names {
 		if first, ok := parseSegmentName(name); ok {
 			firsts = append(firsts, first)
@@ -95,6 +96,7 @@ func (l *Log) recover() error {
 		switch {
 		case name == lockName:
 		case name == firstLSNName:
+			hasFirst = true
 		case strings.HasSuffix(name, tmpSuffix):
 			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
 				return fmt.Errorf("wal: open: removing leftover %s: %w", name, err)
@@ -117,7 +119,23 @@ func (l *Log) recover() error {
 		}
 	}
 	l.info.Segments = len(firsts)
+	if len(firsts) == 0 && hasFirst {
+		// first-lsn is written only after the log's first segment exists,
+		// and RemoveBefore never removes the last one.
+		return &CorruptionError{Segment: firstLSNName, Offset: 0,
+			Reason: fmt.Sprintf("missing: %s records the start of a log, but no segment of it is left", firstLSNName)}
+	}
 	if len(firsts) == 0 {
+		// A new log. Its directory's own entry must be durable before
+		// anything in it is acknowledged: Open synced the parent if it
+		// created the directory, but an earlier Open that created it may
+		// have failed before that sync, or the caller made it.
+		if !l.madeDir {
+			parent := filepath.Dir(filepath.Clean(l.dir))
+			if err := l.syncDirAt(parent); err != nil {
+				return fmt.Errorf("wal: open: syncing %s, the parent of the new log's directory: %w", parent, err)
+			}
+		}
 		s, err := l.prepareSegment()
 		if err != nil {
 			return fmt.Errorf("wal: open: creating the first segment: %w", noSpace(err))
@@ -155,6 +173,9 @@ func (l *Log) recover() error {
 		if !last {
 			if err := l.checkSealed(buf, name, first, firsts[i+1]); err != nil {
 				return err
+			}
+			if err := l.repairLink(buf, path, first, firsts[i+1]); err != nil {
+				return fmt.Errorf("wal: open: writing the missing link of %s: %w", name, err)
 			}
 			continue
 		}
@@ -227,6 +248,13 @@ func (l *Log) recover() error {
 			return fmt.Errorf("wal: open: syncing %s: %w", name, err)
 		}
 	}
+	if !recorded && oldestVersion >= 2 && firsts[0] != 0 {
+		// A log is created at LSN 0, and only RemoveBefore moves its start,
+		// recording it first: both the record and the oldest segments are
+		// gone.
+		return &CorruptionError{Segment: segmentName(0), Offset: 0,
+			Reason: fmt.Sprintf("missing: %s is gone and the oldest segment present starts at LSN %d, not 0: the log's first segments are missing", firstLSNName, firsts[0])}
+	}
 	if !recorded && oldestVersion >= 2 {
 		// Only a crash between creating the log's first segment and
 		// recording its start leaves a version-2 log without the record
@@ -248,10 +276,50 @@ func (l *Log) recover() error {
 // missing oldest segment is damage, not a checkpoint.
 const firstLSNName = "first-lsn"
 
-// writeFirstLSN makes first the recorded start of the log: written under a
-// temporary name, synced, renamed over the old record and the directory
-// synced.
+// writeFirstLSN makes first the recorded start of the log. An existing
+// record is overwritten in place and synced, as PostgreSQL updates
+// pg_control: its 16 bytes lie in the file's first sector, which a disk
+// writes whole or not at all, and an in-place write needs no free block, so
+// RemoveBefore can free space on a full disk. A new record is written under
+// a temporary name, synced, renamed into place and the directory synced.
 func (l *Log) writeFirstLSN(first LSN) error {
+	b := make([]byte, 16)
+	binary.LittleEndian.PutUint64(b[0:8], uint64(first))
+	binary.LittleEndian.PutUint64(b[8:16], xxhash.Sum64(b[0:8]))
+	f, err := l.fs.OpenReadWrite(filepath.Join(l.dir, firstLSNName), l.bufferedMethod())
+	if err == nil {
+		if _, err := f.WriteAt(b, 0); err != nil {
+			f.Close()
+			return err
+		}
+		if err := l.syncSegment(f); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return l.createFirstLSN(b)
+}
+
+// syncFirstLSN makes the first-lsn file's content durable, whatever the
+// sync method (an earlier process may have written it under another).
+func (l *Log) syncFirstLSN() error {
+	f, err := l.fs.OpenReadWrite(filepath.Join(l.dir, firstLSNName), vfs.Fdatasync)
+	if err != nil {
+		return err
+	}
+	if err := l.syncFile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// createFirstLSN writes the record b of a log's start as a new file.
+func (l *Log) createFirstLSN(b []byte) error {
 	tmp := filepath.Join(l.dir, firstLSNName+tmpSuffix)
 	// A leftover of a failed earlier call (Open removed any from a crash).
 	if err := l.fs.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -261,9 +329,6 @@ func (l *Log) writeFirstLSN(first LSN) error {
 	if err != nil {
 		return err
 	}
-	b := make([]byte, 16)
-	binary.LittleEndian.PutUint64(b[0:8], uint64(first))
-	binary.LittleEndian.PutUint64(b[8:16], xxhash.Sum64(b[0:8]))
 	if _, err := f.WriteAt(b, 0); err != nil {
 		f.Close()
 		return err
@@ -301,6 +366,14 @@ func (l *Log) checkFirst(firsts []LSN) (kept []LSN, recorded bool, err error) {
 			Reason: fmt.Sprintf("the record of the log's first LSN is damaged (%d bytes read, %v)", n, rerr)}
 	}
 	first := LSN(binary.LittleEndian.Uint64(b[0:8]))
+	if len(firsts) > 1 && firsts[0] < first && firsts[1] <= first {
+		// The record is updated in place: after a process crash what was
+		// read may be only in the page cache. Make it durable before
+		// removing what it says is gone.
+		if err := l.syncFirstLSN(); err != nil {
+			return nil, true, fmt.Errorf("wal: open: syncing %s: %w", firstLSNName, err)
+		}
+	}
 	removed := false
 	for len(firsts) > 1 && firsts[0] < first && firsts[1] <= first {
 		if err := l.fs.Remove(filepath.Join(l.dir, segmentName(firsts[0]))); err != nil {
@@ -381,6 +454,25 @@ func (l *Log) checkSealed(buf []byte, name string, first, next LSN) error {
 	return nil
 }
 
+// repairLink writes the link frame a crash kept a roll from writing into the
+// sealed version-2 segment buf (at path, from first), whose successor starts
+// at next: without it, a later loss of the successor, if it is the last
+// segment, would pass for the end of the log.
+func (l *Log) repairLink(buf []byte, path string, first, next LSN) error {
+	s := &segment{first: first, version: binary.LittleEndian.Uint32(buf[8:12]), size: int64(len(buf)), path: path}
+	if s.version < 2 {
+		return nil
+	}
+	off := s.offset(next)
+	if off+endFrameSize > s.size {
+		return nil
+	}
+	if rec, _, _, st := decodeFrame(buf[off:], next, 0); st == frameValid && rec == nil && frameFlags(buf[off:]) == flagLink {
+		return nil
+	}
+	return l.writeLink(s, next)
+}
+
 // linkIn follows the valid frames of segment s (its bytes buf) and returns
 // the LSN of the link frame that ends them, if one does.
 func linkIn(buf []byte, s *segment) (LSN, bool) {
@@ -433,13 +525,12 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (x, proven LSN, er
 	}
 	if link {
 		// A roll wrote this link after its successor was durable: the
-		// log continues in a segment that is not there.
+		// log continues in a segment that is not there. Nothing is ever
+		// written after a link, so bytes after it are damage too, not a
+		// torn tail to cut.
 		at := lsn - endFrameSize
-		if lastNonZeroFrom(buf, s.offset(lsn)) < 0 {
-			return 0, 0, &CorruptionError{Segment: segmentName(at), Offset: 0,
-				Reason: fmt.Sprintf("missing: %s, the last segment present, continues at LSN %d in it", name, at)}
-		}
-		l.info.Clean, lsn = false, at // bytes follow it: a torn tail from the link on
+		return 0, 0, &CorruptionError{Segment: segmentName(at), Offset: 0,
+			Reason: fmt.Sprintf("missing: %s, the last segment present, continues at LSN %d in it", name, at)}
 	}
 	if l.info.Clean {
 		// The log ends with a clean Close's end frame and nothing after

@@ -57,6 +57,7 @@ type Log struct {
 	dio      dioState   // direct-I/O state of writeSeg (owned like writeSeg)
 
 	segsMu    sync.Mutex // guards segFirsts; held only to read or change the list
+	madeDir   bool       // Open created the log directory (and synced its parent)
 	removeMu  sync.Mutex // serializes RemoveBefore calls; held across their file removals and syncs
 	leftover  []LSN      // segments below the recorded start that a failed RemoveBefore left; guarded by removeMu
 	segFirsts []LSN      // first LSNs of the installed segments, ascending
@@ -203,6 +204,7 @@ func (l *Log) makeDir(dir string) error {
 			return fmt.Errorf("syncing directory %s after creating %s: %w", parent, missing[i], err)
 		}
 	}
+	l.madeDir = len(missing) > 0
 	return nil
 }
 
@@ -388,12 +390,13 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte) (LSN, error) {
 			}
 			break
 		}
-		if used == 0 {
-			// An empty segment cannot take it: rolling would never end.
+		if fresh := (&segment{version: segmentVersion, size: l.opts.SegmentSize}).room(); fsz > fresh {
+			// No new segment can take it: rolling would never end.
 			// Options.validate bounds MaxRecordSize so this cannot happen;
-			// refuse rather than trust that bound.
-			return 0, fmt.Errorf("%w: a %d-byte frame does not fit an empty %d-byte segment (%d bytes of room)",
-				ErrRecordTooLarge, fsz, l.opts.SegmentSize, l.appendSeg.room())
+			// refuse rather than trust that bound. (An older, smaller
+			// segment that cannot take it is simply rolled away from.)
+			return 0, fmt.Errorf("%w: a %d-byte frame does not fit a new %d-byte segment (%d bytes of room)",
+				ErrRecordTooLarge, fsz, l.opts.SegmentSize, fresh)
 		}
 		if l.spare != nil { // roll: frames from here on go to the spare
 			s := l.spare
@@ -636,13 +639,14 @@ func (l *Log) Close() error {
 // l.next is durable, so the end frame's watermark (its own LSN) is true, and
 // at the next Open damage anywhere in the log is reported as ErrCorrupt
 // rather than taken for a torn tail. A segment of format version 1 (opened
-// from an older log) gets none, so older builds can still read it, and
-// neither does a segment without endFrameSize bytes of room left: then the
-// next Open verifies that segment's tail by the watermark rule alone.
+// from an older log) gets none, so older builds can still read it: the next
+// Open verifies its tail by the watermark rule alone.
 func (l *Log) writeEnd() error {
 	s := l.writeSeg
+	// room() already keeps the end frame's bytes out of what appends fill,
+	// so a version-2 segment always has them.
 	if s == nil || s.version < 2 || LSN(l.written.Load()) != l.next ||
-		int64(l.next-s.first)+endFrameSize > s.room() {
+		int64(l.next-s.first) > s.room() {
 		return nil
 	}
 	var b [endFrameSize]byte
