@@ -51,8 +51,10 @@ func TestHistogramQuantileWithinBucket(t *testing.T) {
 	shapes := map[string]func() time.Duration{
 		"lognormal-100us": func() time.Duration { return time.Duration(math.Exp(math.Log(100e3) + 1.2*r.NormFloat64())) },
 		"uniform-1ms":     func() time.Duration { return time.Duration(r.Int64N(int64(time.Millisecond))) },
-		"bimodal":         func() time.Duration { return []time.Duration{80 * time.Microsecond, 40 * time.Millisecond}[r.IntN(100)/98] },
-		"tiny":            func() time.Duration { return time.Duration(r.IntN(40)) },
+		"bimodal": func() time.Duration {
+			return []time.Duration{80 * time.Microsecond, 40 * time.Millisecond}[r.IntN(100)/98]
+		},
+		"tiny": func() time.Duration { return time.Duration(r.IntN(40)) },
 	}
 	for name, gen := range shapes {
 		t.Run("shape="+name, func(t *testing.T) {
