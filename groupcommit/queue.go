@@ -262,8 +262,10 @@ func (q *Queue) leadLocked(ctx context.Context, need Level) bool {
 	q.mu.Lock()
 
 	q.stats.Groups++
+	level := Written
 	if need == Synced || synced > q.synced { // asked to sync, or the FlushFunc chose to
 		q.stats.SyncGroups++
+		level = Synced
 	}
 	if need == Synced {
 		if q.flushEWMA == 0 {
@@ -282,6 +284,13 @@ func (q *Queue) leadLocked(ctx context.Context, need Level) bool {
 	q.groupSizeSum += n
 	q.released = n
 	q.releaseMark = q.arrivals.Load()
+	if f := q.opts.OnGroup; f != nil {
+		// Unlocked, as during the flush: q.flushing keeps other leaders out,
+		// and the caller re-checks everything once it holds q.mu again.
+		q.mu.Unlock()
+		f(n, level)
+		q.mu.Lock()
+	}
 	return true
 }
 
