@@ -134,6 +134,7 @@ func (r *Reader) Next() (LSN, []byte, error) {
 		if lsn < r.from || rec == nil { // rec == nil: an end frame, not a record
 			continue
 		}
+		r.l.stats.readerRecords.Add(1)
 		return lsn, rec, nil
 	}
 }
@@ -164,6 +165,7 @@ func (r *Reader) frameAt(lsn, end LSN) ([]byte, int64, error) {
 		}
 		r.win = r.win[:n]
 		got, err := r.f.ReadAt(r.win, segmentHeaderSize+int64(lsn-r.first))
+		r.l.stats.readerBytes.Add(uint64(max(got, 0)))
 		if int64(got) < n {
 			if err == nil {
 				err = io.ErrUnexpectedEOF
@@ -221,7 +223,8 @@ func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 		if err := l.syncDir(); err != nil {
 			return l.segFirsts[0], fmt.Errorf("wal: removing %s: %w", name, err)
 		}
-		l.segFirsts = l.segFirsts[1:]
+		l.segFirsts, l.segSizes = l.segFirsts[1:], l.segSizes[1:]
+		l.publishSegmentsLocked()
 	}
 	return l.segFirsts[0], nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/durawal/durawal/groupcommit"
+	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal/vfs"
 )
 
@@ -21,6 +22,15 @@ type counters struct {
 	postponedWrites, delayedWrites                atomic.Uint64
 	fsyncTime, fsyncMax, writeTime, fsyncsPending atomic.Int64
 	poisoned                                      atomic.Bool
+	slowSyncs                                     atomic.Uint64
+	readerBytes, readerRecords                    atomic.Uint64
+
+	// Gauges of the installed segments, set under Log.segsMu.
+	segments, segmentBytes atomic.Int64
+	firstLSN               atomic.Uint64
+
+	fsyncHist, writeHist latencyHist
+	commitHist           [3]latencyHist // by policy.Wait: none, write, sync
 }
 
 // Stats is a snapshot of the log's counters. Each mirrors a counter people
@@ -88,8 +98,48 @@ type Stats struct {
 	// DelayedWrites counts postponed writes forced after the policy's
 	// maximum postponement (Redis aof_delayed_fsync).
 	DelayedWrites uint64
+	// SlowSyncs counts segment syncs that took longer than
+	// Options.SlowSyncThreshold (each also logged as a warning); 0 when the
+	// threshold is negative.
+	SlowSyncs uint64
 	// Poisoned reports that a write or sync failed and the log fails closed.
 	Poisoned bool
+
+	// FsyncDuration is the distribution of the durations of the syncs
+	// counted in Fsyncs (FsyncDuration.Count == Fsyncs; failed syncs are
+	// in FsyncTimeTotal, not here): etcd's
+	// etcd_disk_wal_fsync_duration_seconds, Pebble's WAL fsync latency.
+	FsyncDuration Histogram
+	// WriteDuration is the distribution of the durations of the write
+	// calls counted in WriteCalls, failed ones included
+	// (WriteDuration.Count == WriteCalls).
+	WriteDuration Histogram
+	// CommitWaitNone, CommitWaitWritten and CommitWaitSynced are the
+	// distributions of commit latency — from the Append, AppendContext or
+	// AppendBatch call to its return — of the commits counted in Commits,
+	// by what each waited for: nothing (the log buffer), the write, or the
+	// sync (policy.WaitNone, WaitWrite, WaitSync; ForceSync counts as a
+	// sync). Their Counts add up to Commits.
+	CommitWaitNone, CommitWaitWritten, CommitWaitSynced Histogram
+
+	// Segments is the number of segment files the log consists of now, and
+	// SegmentBytes their total size in bytes (segments are preallocated, so
+	// this is what they take on disk, not the bytes appended). A segment
+	// being prepared for the next roll is not counted until it is
+	// installed. Both go down after RemoveBefore.
+	Segments     int
+	SegmentBytes int64
+	// FirstLSN is the first LSN of the oldest segment: the oldest record a
+	// Reader can return. It goes up after RemoveBefore.
+	FirstLSN LSN
+	// RecoveryDuration is how long Open took to recover the log (to read,
+	// check and repair every segment); Recovered tells what it found.
+	RecoveryDuration time.Duration
+	// ReaderBytes counts the bytes Readers read from segment files, and
+	// ReaderRecords the records they returned, over every Reader of this
+	// Log (pg_stat_wal has no equivalent; Kafka's log-flush and fetch
+	// metrics do).
+	ReaderBytes, ReaderRecords uint64
 	// AppendedLSN, WrittenLSN and SyncedLSN are the watermarks (InnoDB lsn,
 	// write_lsn, flushed_to_disk_lsn).
 	AppendedLSN, WrittenLSN, SyncedLSN LSN
@@ -172,5 +222,18 @@ func (l *Log) Stats() Stats {
 		SyncMethodFallback:      l.fellBack,
 		DirectIOAlignment:       l.dio.align,
 		DirectIOAlignmentSource: l.dio.source,
+
+		SlowSyncs:         c.slowSyncs.Load(),
+		FsyncDuration:     c.fsyncHist.snapshot(),
+		WriteDuration:     c.writeHist.snapshot(),
+		CommitWaitNone:    c.commitHist[policy.WaitNone].snapshot(),
+		CommitWaitWritten: c.commitHist[policy.WaitWrite].snapshot(),
+		CommitWaitSynced:  c.commitHist[policy.WaitSync].snapshot(),
+		Segments:          int(c.segments.Load()),
+		SegmentBytes:      c.segmentBytes.Load(),
+		FirstLSN:          LSN(c.firstLSN.Load()),
+		RecoveryDuration:  l.info.Duration,
+		ReaderBytes:       c.readerBytes.Load(),
+		ReaderRecords:     c.readerRecords.Load(),
 	}
 }

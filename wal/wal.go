@@ -56,8 +56,9 @@ type Log struct {
 	writeSeg *segment   // segment that receives the write at the written LSN
 	dio      dioState   // direct-I/O state of writeSeg (owned like writeSeg)
 
-	segsMu    sync.Mutex // guards segFirsts; held while RemoveBefore removes files
+	segsMu    sync.Mutex // guards segFirsts and segSizes; held while RemoveBefore removes files
 	segFirsts []LSN      // first LSNs of the installed segments, ascending
+	segSizes  []int64    // their file sizes in bytes, in the same order
 
 	appended, written, synced atomic.Uint64
 	lastSyncStart             atomic.Int64 // ns since opened
@@ -120,7 +121,16 @@ func Open(dir string, opts Options) (*Log, error) {
 		method: opts.SyncMethod,
 		dio:    dioState{align: 1, source: "none"},
 	}
-	q, err := groupcommit.New(l.flush, opts.GroupCommit)
+	gopts := opts.GroupCommit
+	if onGroup, observe := gopts.OnGroup, opts.Observer.Group; observe != nil {
+		gopts.OnGroup = func(size uint64, level groupcommit.Level) {
+			if onGroup != nil {
+				onGroup(size, level)
+			}
+			observe(GroupEvent{Size: size, Synced: level == groupcommit.Synced})
+		}
+	}
+	q, err := groupcommit.New(l.flush, gopts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
@@ -134,7 +144,9 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	l.lock = lock
 	l.opening = true
+	recoverStart := time.Now()
 	err = l.recover()
+	l.info.Duration = time.Since(recoverStart)
 	l.opening = false
 	if err != nil {
 		l.closeFiles()
@@ -144,6 +156,9 @@ func Open(dir string, opts Options) (*Log, error) {
 	// The halves grow by append as frames arrive. Preallocating them at
 	// full capacity (issue 11.7) made the race suite, which opens thousands
 	// of logs, run out of memory; it is left for a bounded design.
+	l.segsMu.Lock()
+	l.publishSegmentsLocked()
+	l.segsMu.Unlock()
 	l.active = &logBuffer{start: l.next}
 	l.spareBuf = &logBuffer{}
 	l.appended.Store(uint64(l.next))
@@ -224,6 +239,7 @@ func (l *Log) Append(rec []byte) (LSN, error) {
 // failed write or sync, and for the commits of the group whose write or sync
 // failed one that also matches ErrDurabilityUnknown.
 func (l *Log) AppendContext(ctx context.Context, rec []byte, opts ...AppendOption) (LSN, error) {
+	start := time.Now()
 	if len(rec) == 0 {
 		return 0, ErrEmptyRecord
 	}
@@ -242,7 +258,7 @@ func (l *Log) AppendContext(ctx context.Context, rec []byte, opts ...AppendOptio
 	end := l.next
 	w := l.commitWaitLocked(opts)
 	l.mu.Unlock()
-	return lsn, l.commit(ctx, end, w)
+	return lsn, l.commit(ctx, end, w, start, 1)
 }
 
 // AppendBatch appends recs in order as one commit: it waits once, for the
@@ -254,6 +270,7 @@ func (l *Log) AppendContext(ctx context.Context, rec []byte, opts ...AppendOptio
 // is already done when AppendBatch is called, nothing is appended and the
 // error matches both ErrNotAppended and ctx.Err().
 func (l *Log) AppendBatch(ctx context.Context, recs [][]byte, opts ...AppendOption) (LSN, error) {
+	start := time.Now()
 	if len(recs) == 0 {
 		return 0, ErrEmptyRecord
 	}
@@ -289,7 +306,7 @@ func (l *Log) AppendBatch(ctx context.Context, recs [][]byte, opts ...AppendOpti
 	end := l.next
 	w := l.commitWaitLocked(opts)
 	l.mu.Unlock()
-	return first, l.commit(ctx, end, w)
+	return first, l.commit(ctx, end, w, start, len(recs))
 }
 
 // commitWaitLocked asks the policy what the commit just reserved waits for,
@@ -322,8 +339,10 @@ func (l *Log) commitWaitLocked(opts []AppendOption) policy.Wait {
 // commit waits as w says for the frames ending at end. A commit that Close
 // overtook (the queue then fails with ErrClosed) returns nil if Close's final
 // flush covered it at the level it waits for: its record is durable (or
-// written), so it must not be reported as failed.
-func (l *Log) commit(ctx context.Context, end LSN, w policy.Wait) error {
+// written), so it must not be reported as failed. It records the commit's
+// latency since start, when the call began, and reports it to the Observer
+// with the number of records appended.
+func (l *Log) commit(ctx context.Context, end LSN, w policy.Wait, start time.Time, records int) error {
 	var err error
 	switch w {
 	case policy.WaitWrite:
@@ -337,8 +356,13 @@ func (l *Log) commit(ctx context.Context, end LSN, w policy.Wait) error {
 			err = nil
 		}
 	}
+	d := time.Since(start)
 	if err == nil {
 		l.stats.commits.Add(1)
+		l.stats.commitHist[min(w, policy.WaitSync)].record(d)
+	}
+	if f := l.opts.Observer.Commit; f != nil {
+		f(CommitEvent{Wait: w, Records: records, Duration: d, Err: err})
 	}
 	return err
 }
@@ -434,6 +458,9 @@ func (l *Log) poison(cause error) {
 	if l.poisonErr.CompareAndSwap(nil, &cause) {
 		l.stats.poisoned.Store(true)
 		l.opts.Logger.Error("wal: poisoned: the log fails closed", "dir", l.dir, "err", cause)
+		if f := l.opts.Observer.Poison; f != nil {
+			f(cause)
+		}
 	}
 }
 
