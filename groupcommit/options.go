@@ -88,15 +88,6 @@ type Options struct {
 	// documentation), leaving a plain leader/follower queue. Default false:
 	// the wait is on. It exists to show the cohort effect it removes.
 	DisableAdaptiveWait bool
-	// OnGroup, if set, is called by the leader after each successful flush,
-	// once the followers it covered are woken, with the group's size (the
-	// leader plus those followers, as in [Stats.GroupSizeHist]) and whether
-	// the flush synced (level [Synced], asked for or chosen by the
-	// FlushFunc). It runs on the commit path, in the leader's goroutine
-	// before its Wait returns, with no lock held, one call at a time (flushes
-	// never overlap): it must be fast and must not wait for a commit. A
-	// failed flush is not reported. Default nil: nothing is called.
-	OnGroup func(size uint64, level Level)
 }
 
 // MaxDelay is the largest accepted [Options.Delay]: 1 s, MySQL's upper bound

@@ -45,14 +45,15 @@ func TestOnGroup(t *testing.T) {
 	f := &fakeLog{}
 	var calls, sizes, synced uint64
 	var q *groupcommit.Queue
-	q = newQueue(t, f, groupcommit.Options{OnGroup: func(size uint64, level groupcommit.Level) {
+	q = newQueue(t, f, groupcommit.Options{})
+	q.OnGroup(func(size uint64, level groupcommit.Level) {
 		_ = q.Stats() // would deadlock if called under the queue's lock
 		calls++       // flushes never overlap: no race
 		sizes += size
 		if level == groupcommit.Synced {
 			synced++
 		}
-	}})
+	})
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Go(func() {

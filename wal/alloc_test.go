@@ -22,9 +22,9 @@ func TestAppendAllocs(t *testing.T) {
 		p    policy.Policy
 		obs  wal.Observer
 	}{
-		{"sync-never", policy.SyncNever(), wal.Observer{}},
-		{"sync-every-commit", policy.SyncEveryCommit(), wal.Observer{}},
-		{"sync-every-n", policy.SyncEveryN(4), wal.Observer{}},
+		{"sync-never", policy.SyncNever(), nil},
+		{"sync-every-commit", policy.SyncEveryCommit(), nil},
+		{"sync-every-n", policy.SyncEveryN(4), nil},
 		{"sync-every-commit/observer=all", policy.SyncEveryCommit(), c.observer()}, // events are values: none escapes
 	} {
 		t.Run("policy="+pc.name, func(t *testing.T) {

@@ -185,8 +185,8 @@ func (l *Log) rollTo(next *segment) error {
 	l.stats.rolls.Add(1)
 	name := segmentName(next.first)
 	l.opts.Logger.Info("wal: rolled segment", "segment", name)
-	if f := l.opts.Observer.Roll; f != nil {
-		f(RollEvent{Segment: name, FirstLSN: next.first})
+	if o := l.opts.Observer; o != nil {
+		o.ObserveRoll(RollEvent{Segment: name, FirstLSN: next.first})
 	}
 	return nil
 }

@@ -15,36 +15,85 @@ const DefaultSlowSyncThreshold = time.Second
 
 // An Observer receives events from a [Log] as they happen, for metrics
 // libraries that want every event rather than the cumulative [Stats] (an
-// OpenTelemetry histogram, a tracing span). Each field is optional: a nil
-// func is not called, and the zero Observer (the default) costs one nil
-// check per event.
+// OpenTelemetry histogram, a tracing span). Set it in [Options.Observer];
+// the default, nil, costs one nil check per event. [ObserverFuncs] adapts
+// a set of optional funcs.
 //
-// The funcs run on the commit path, in the goroutine that did the work,
-// synchronously, while commits wait for it: Sync and Roll while the log's
-// sync lock is held, Group in the flush leader before it returns, Commit in
-// the committer before Append returns, Poison once, when the log fails
-// closed. They must be fast, must not block, and must not call the Log's
-// methods that write or wait (Append, Sync, WaitDurable, RemoveBefore,
-// Close): that can deadlock. Calling [Log.Stats] and the LSN accessors is
-// safe. Sync, Commit and Poison may be called concurrently from several
-// goroutines; Group and Roll are called one at a time.
-type Observer struct {
-	// Sync is called after each segment sync (fdatasync or fsync: every
-	// sync counted in Stats.Fsyncs, and the failed ones counted in
+// The methods run on the commit path, in the goroutine that did the work,
+// synchronously, while commits wait for them: ObserveSync and ObserveRoll
+// while the log's sync lock is held, ObserveGroup in the flush leader
+// before it returns, ObserveCommit in the committer before Append returns,
+// ObservePoison once, when the log fails closed. They must be fast, must
+// not block, and must not call the Log's methods that write or wait
+// (Append, Sync, WaitDurable, RemoveBefore, Close): that can deadlock.
+// Calling [Log.Stats] and the LSN accessors is safe. ObserveSync,
+// ObserveCommit and ObservePoison may be called concurrently from several
+// goroutines; ObserveGroup and ObserveRoll are called one at a time.
+// Events are values; an Observer may keep them.
+type Observer interface {
+	// ObserveSync is called after each segment sync (fdatasync or fsync:
+	// every sync counted in Stats.Fsyncs, and the failed ones counted in
 	// Stats.FsyncErrors), with how long it took and its error.
-	Sync func(SyncEvent)
-	// Group is called after each successful group-commit flush, once the
-	// commits it covered are woken.
-	Group func(GroupEvent)
-	// Commit is called when each Append, AppendContext or AppendBatch call
-	// that got an LSN returns, with how long it took and its error.
+	ObserveSync(SyncEvent)
+	// ObserveGroup is called after each successful group-commit flush,
+	// once the commits it covered are woken.
+	ObserveGroup(GroupEvent)
+	// ObserveCommit is called when each Append, AppendContext or
+	// AppendBatch call that appended its records returns, with how long it
+	// took and its error.
+	ObserveCommit(CommitEvent)
+	// ObserveRoll is called after each segment roll, once the new segment
+	// receives writes.
+	ObserveRoll(RollEvent)
+	// ObservePoison is called once, with the cause, when a write or sync
+	// failure makes the log fail closed ([ErrPoisoned]).
+	ObservePoison(cause error)
+}
+
+// ObserverFuncs is an [Observer] made of optional funcs: a nil func is not
+// called. Use a pointer: Options{Observer: &wal.ObserverFuncs{Sync: f}}.
+// The rules of Observer apply to each func.
+type ObserverFuncs struct {
+	Sync   func(SyncEvent)
+	Group  func(GroupEvent)
 	Commit func(CommitEvent)
-	// Roll is called after each segment roll, once the new segment receives
-	// writes.
-	Roll func(RollEvent)
-	// Poison is called once, with the cause, when a write or sync failure
-	// makes the log fail closed ([ErrPoisoned]).
+	Roll   func(RollEvent)
 	Poison func(cause error)
+}
+
+// ObserveSync calls f.Sync if set.
+func (f *ObserverFuncs) ObserveSync(e SyncEvent) {
+	if f.Sync != nil {
+		f.Sync(e)
+	}
+}
+
+// ObserveGroup calls f.Group if set.
+func (f *ObserverFuncs) ObserveGroup(e GroupEvent) {
+	if f.Group != nil {
+		f.Group(e)
+	}
+}
+
+// ObserveCommit calls f.Commit if set.
+func (f *ObserverFuncs) ObserveCommit(e CommitEvent) {
+	if f.Commit != nil {
+		f.Commit(e)
+	}
+}
+
+// ObserveRoll calls f.Roll if set.
+func (f *ObserverFuncs) ObserveRoll(e RollEvent) {
+	if f.Roll != nil {
+		f.Roll(e)
+	}
+}
+
+// ObservePoison calls f.Poison if set.
+func (f *ObserverFuncs) ObservePoison(cause error) {
+	if f.Poison != nil {
+		f.Poison(cause)
+	}
 }
 
 // A SyncEvent describes one segment sync.

@@ -33,7 +33,7 @@ type eventCounts struct {
 }
 
 func (c *eventCounts) observer() wal.Observer {
-	return wal.Observer{
+	return &wal.ObserverFuncs{
 		Sync: func(e wal.SyncEvent) {
 			c.syncs.Add(1)
 			c.syncNanos.Add(int64(e.Duration))

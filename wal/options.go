@@ -100,8 +100,8 @@ type Options struct {
 	// a negative value turns the warning and the count off.
 	SlowSyncThreshold time.Duration
 	// Observer receives every sync, group, commit, roll and poisoning as it
-	// happens, on the commit path (see [Observer] for what its funcs may
-	// do). Default: the zero Observer, which calls nothing.
+	// happens, on the commit path (see [Observer] for what it may do).
+	// Default nil: nothing is called.
 	Observer Observer
 	// UnsafeRetrySync retries a failed sync and, if the retry succeeds,
 	// acknowledges the commits as durable. This is the fsyncgate mistake

@@ -267,7 +267,7 @@ func (l *Log) installSegment(s *segment) error {
 // syncFile syncs f, retrying EINTR (the call did not run) and nothing else.
 // Every segment sync goes through it, so Fsyncs, FsyncTimeTotal,
 // FsyncMaxDuration, FsyncDuration, the slow-sync warning and
-// Observer.Sync cover commit, background, roll and preparation syncs.
+// Observer.ObserveSync cover commit, background, roll and preparation syncs.
 func (l *Log) syncFile(f vfs.File) error {
 	start := time.Now()
 	l.stats.fsyncsPending.Add(1)
@@ -290,8 +290,8 @@ func (l *Log) syncFile(f vfs.File) error {
 			l.stats.slowSyncs.Add(1)
 			l.opts.Logger.Warn("wal: slow sync", "dir", l.dir, "duration", d, "threshold", t, "err", err)
 		}
-		if f := l.opts.Observer.Sync; f != nil {
-			f(SyncEvent{Duration: d, Err: err})
+		if o := l.opts.Observer; o != nil {
+			o.ObserveSync(SyncEvent{Duration: d, Err: err})
 		}
 		return err
 	}

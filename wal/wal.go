@@ -121,18 +121,14 @@ func Open(dir string, opts Options) (*Log, error) {
 		method: opts.SyncMethod,
 		dio:    dioState{align: 1, source: "none"},
 	}
-	gopts := opts.GroupCommit
-	if onGroup, observe := gopts.OnGroup, opts.Observer.Group; observe != nil {
-		gopts.OnGroup = func(size uint64, level groupcommit.Level) {
-			if onGroup != nil {
-				onGroup(size, level)
-			}
-			observe(GroupEvent{Size: size, Synced: level == groupcommit.Synced})
-		}
-	}
-	q, err := groupcommit.New(l.flush, gopts)
+	q, err := groupcommit.New(l.flush, opts.GroupCommit)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	if o := opts.Observer; o != nil {
+		q.OnGroup(func(size uint64, level groupcommit.Level) {
+			o.ObserveGroup(GroupEvent{Size: size, Synced: level == groupcommit.Synced})
+		})
 	}
 	l.q = q
 	if err := l.makeDir(dir); err != nil {
@@ -361,8 +357,8 @@ func (l *Log) commit(ctx context.Context, end LSN, w policy.Wait, start time.Tim
 		l.stats.commits.Add(1)
 		l.stats.commitHist[min(w, policy.WaitSync)].record(d)
 	}
-	if f := l.opts.Observer.Commit; f != nil {
-		f(CommitEvent{Wait: w, Records: records, Duration: d, Err: err})
+	if o := l.opts.Observer; o != nil {
+		o.ObserveCommit(CommitEvent{Wait: w, Records: records, Duration: d, Err: err})
 	}
 	return err
 }
@@ -458,8 +454,8 @@ func (l *Log) poison(cause error) {
 	if l.poisonErr.CompareAndSwap(nil, &cause) {
 		l.stats.poisoned.Store(true)
 		l.opts.Logger.Error("wal: poisoned: the log fails closed", "dir", l.dir, "err", cause)
-		if f := l.opts.Observer.Poison; f != nil {
-			f(cause)
+		if o := l.opts.Observer; o != nil {
+			o.ObservePoison(cause)
 		}
 	}
 }
