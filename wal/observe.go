@@ -20,10 +20,13 @@ const DefaultSlowSyncThreshold = time.Second
 // a set of optional funcs.
 //
 // The methods run on the commit path, in the goroutine that did the work,
-// synchronously, while commits wait for them: ObserveSync and ObserveRoll
-// while the log's sync lock is held, ObserveGroup in the flush leader
-// before it returns, ObserveCommit in the committer before Append returns,
-// ObservePoison once, when the log fails closed. They must be fast, must
+// synchronously, while commits wait for them: ObserveSync in whatever
+// synced (a group's leader or the background flusher holding the log's
+// sync lock, a segment preparer, Open during recovery, Close), ObserveRoll
+// in the leader that rolled, holding the sync lock, ObserveGroup in the
+// flush leader before it returns, ObserveCommit in the committer before
+// Append returns, ObservePoison once, when the log fails closed. Events
+// from Open's own syncs arrive before Open returns. They must be fast, must
 // not block, and must not call the Log's methods that write or wait
 // (Append, Sync, WaitDurable, RemoveBefore, Close): that can deadlock.
 // Calling [Log.Stats] and the LSN accessors is safe. ObserveSync,

@@ -106,8 +106,9 @@ type Stats struct {
 	Poisoned bool
 
 	// FsyncDuration is the distribution of the durations of the syncs
-	// counted in Fsyncs (FsyncDuration.Count == Fsyncs; failed syncs are
-	// in FsyncTimeTotal, not here): etcd's
+	// counted in Fsyncs (FsyncDuration.Count == Fsyncs, up to syncs
+	// finishing while Stats reads; failed syncs are in FsyncTimeTotal, not
+	// here): etcd's
 	// etcd_disk_wal_fsync_duration_seconds, Pebble's WAL fsync latency.
 	FsyncDuration Histogram
 	// WriteDuration is the distribution of the durations of the write
