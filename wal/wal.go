@@ -149,12 +149,12 @@ func Open(dir string, opts Options) (*Log, error) {
 		lock.Close()
 		return nil, err
 	}
-	// The halves grow by append as frames arrive. Preallocating them at
-	// full capacity (issue 11.7) made the race suite, which opens thousands
-	// of logs, run out of memory; it is left for a bounded design.
 	l.segsMu.Lock()
 	l.publishSegmentsLocked()
 	l.segsMu.Unlock()
+	// The halves grow by append as frames arrive. Preallocating them at
+	// full capacity (issue 11.7) made the race suite, which opens thousands
+	// of logs, run out of memory; it is left for a bounded design.
 	l.active = &logBuffer{start: l.next}
 	l.spareBuf = &logBuffer{}
 	l.appended.Store(uint64(l.next))
