@@ -53,21 +53,21 @@ func histLower(i int) uint64 {
 // latencyHist is the live, atomically updated form of a [Histogram]. record
 // never allocates and never blocks.
 type latencyHist struct {
-	count, sum atomic.Uint64
-	buckets    [HistogramBuckets]atomic.Uint64
+	sum     atomic.Uint64
+	buckets [HistogramBuckets]atomic.Uint64 // their sum is the count
 }
 
-// record counts one duration d (negative durations count as 0).
+// record counts one duration d (negative durations count as 0): two atomic
+// adds.
 func (h *latencyHist) record(d time.Duration) {
 	ns := uint64(max(d, 0))
 	h.buckets[histIndex(ns)].Add(1)
 	h.sum.Add(ns)
-	h.count.Add(1)
 }
 
 // snapshot copies h into a Histogram. Concurrent records may be seen in
-// some fields and not yet in others; Count is taken from the buckets so
-// the snapshot is consistent with itself.
+// the buckets and not yet in the sum, or the reverse; Count is the sum of
+// the buckets, so the two agree.
 func (h *latencyHist) snapshot() Histogram {
 	var s Histogram
 	for i := range h.buckets {

@@ -42,7 +42,7 @@ func TestHistRecordAllocs(t *testing.T) {
 }
 
 // BenchmarkHistRecord measures what timing one commit adds to it: two
-// monotonic clock reads and a record (three atomic adds), alone and from
+// monotonic clock reads and a record (two atomic adds), alone and from
 // every P at once (contended cache lines).
 func BenchmarkHistRecord(b *testing.B) {
 	origin := time.Now()
