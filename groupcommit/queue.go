@@ -51,8 +51,9 @@ type waiter struct {
 // concurrent use, owns no goroutine and needs no closing; [Queue.Fail] ends
 // its use.
 type Queue struct {
-	flush FlushFunc
-	opts  Options
+	flush   FlushFunc
+	opts    Options
+	onGroup func(size uint64, level Level) // OnGroup's f; guarded by mu
 
 	// stop is closed by the first failure (Fail or a flush error) or by
 	// Drain, whichever comes first; it ends a leader's Delay early.
@@ -262,8 +263,10 @@ func (q *Queue) leadLocked(ctx context.Context, need Level) bool {
 	q.mu.Lock()
 
 	q.stats.Groups++
+	level := Written
 	if need == Synced || synced > q.synced { // asked to sync, or the FlushFunc chose to
 		q.stats.SyncGroups++
+		level = Synced
 	}
 	if need == Synced {
 		if q.flushEWMA == 0 {
@@ -282,6 +285,13 @@ func (q *Queue) leadLocked(ctx context.Context, need Level) bool {
 	q.groupSizeSum += n
 	q.released = n
 	q.releaseMark = q.arrivals.Load()
+	if f := q.onGroup; f != nil {
+		// Unlocked, as during the flush: q.flushing keeps other leaders out,
+		// and the caller re-checks everything once it holds q.mu again.
+		q.mu.Unlock()
+		f(n, level)
+		q.mu.Lock()
+	}
 	return true
 }
 
@@ -462,4 +472,19 @@ func (s Stats) GroupSizeHistTotal() uint64 {
 		n += c
 	}
 	return n
+}
+
+// OnGroup sets f to be called by the leader after each successful flush,
+// once the followers it covered are woken, with the group's size (the
+// leader plus those followers, as [Stats.GroupSizeHist] counts it) and the
+// level the flush reached ([Synced] if it synced, asked for or chosen by the
+// FlushFunc). f runs on the commit path, in the leader's goroutine before its
+// Wait returns, with no lock held, one call at a time (flushes never
+// overlap): it must be fast and must not wait on q. A failed flush is not
+// reported. OnGroup replaces an earlier f; nil removes it. It is safe to
+// call at any time; flushes that already began may still call the old f.
+func (q *Queue) OnGroup(f func(size uint64, level Level)) {
+	q.mu.Lock()
+	q.onGroup = f
+	q.mu.Unlock()
 }

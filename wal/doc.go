@@ -115,6 +115,16 @@
 // log ends at its LSN and the next append overwrites it. Readers never
 // return it.
 //
+// # Observability
+//
+// [Log.Stats] returns counters, gauges and latency distributions
+// ([Histogram]: fsync, write and commit latency by wait level), read with
+// atomics at any time. [Options.Observer] receives each sync, group,
+// commit, roll and the poisoning as it happens, on the commit path; a sync
+// slower than Options.SlowSyncThreshold is logged as a warning. Package
+// wal/walexpvar publishes Stats through expvar; the module
+// github.com/durawal/durawal/promwal exports them to Prometheus.
+//
 // # Errors
 //
 // Errors match the sentinels in errors.go with errors.Is: [ErrClosed],

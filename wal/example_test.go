@@ -8,6 +8,8 @@ import (
 	"log"
 	"os"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
@@ -231,4 +233,69 @@ func ExampleLog_RemoveBefore() {
 	// checkpoint 10240 first kept LSN 9216
 	// segments after: [00000000000000009216.wal]
 	// true wal: LSN not in the log: LSN 0 is below the oldest kept segment (LSN 9216)
+}
+
+// Read latency quantiles from the histograms in Stats, and the latency of
+// an interval by subtracting an earlier snapshot.
+func ExampleHistogram() {
+	l, err := wal.Open("/log", wal.Options{FS: vfs.NewMem(), SegmentSize: 1 << 20})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	for range 100 {
+		if _, err := l.Append([]byte("record")); err != nil {
+			log.Fatal(err)
+		}
+	}
+	s := l.Stats()
+	fsync := s.FsyncDuration
+	fmt.Println("one histogram count per fsync:", fsync.Count == s.Fsyncs)
+	fmt.Println("p50 ≤ p99 ≤ p999:", fsync.P50() <= fsync.P99() && fsync.P99() <= fsync.P999())
+	commits := s.CommitWaitSynced // SyncEveryCommit: every commit waited for its sync
+	fmt.Println("commits:", commits.Count)
+
+	for range 10 {
+		if _, err := l.Append([]byte("record")); err != nil {
+			log.Fatal(err)
+		}
+	}
+	last10 := l.Stats().CommitWaitSynced.Sub(commits)
+	fmt.Println("commits since the first snapshot:", last10.Count)
+	lo, hi := wal.BucketBounds(wal.HistogramBuckets - 2)
+	fmt.Println("last bounded bucket:", lo.Round(time.Second), "to", hi.Round(time.Second))
+	// Output:
+	// one histogram count per fsync: true
+	// p50 ≤ p99 ≤ p999: true
+	// commits: 100
+	// commits since the first snapshot: 10
+	// last bounded bucket: 1m7s to 1m9s
+}
+
+// An Observer sees each event as it happens: here, a count of syncs and
+// the commits' wait levels, through ObserverFuncs.
+func ExampleObserverFuncs() {
+	var syncs, synced atomic.Int64
+	l, err := wal.Open("/log", wal.Options{FS: vfs.NewMem(), SegmentSize: 1 << 20, Observer: &wal.ObserverFuncs{
+		Sync: func(e wal.SyncEvent) { syncs.Add(1) },
+		Commit: func(e wal.CommitEvent) {
+			if e.Err == nil && e.Wait == policy.WaitSync {
+				synced.Add(1)
+			}
+		},
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	for range 5 {
+		if _, err := l.Append([]byte("record")); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println("sync events match Stats.Fsyncs:", uint64(syncs.Load()) == l.Stats().Fsyncs)
+	fmt.Println("commits that waited for a sync:", synced.Load())
+	// Output:
+	// sync events match Stats.Fsyncs: true
+	// commits that waited for a sync: 5
 }

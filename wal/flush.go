@@ -92,6 +92,7 @@ func (l *Log) writeAt(p []byte, lsn LSN) error {
 	l.stats.bytesWritten.Add(uint64(n))
 	done := time.Now()
 	l.stats.writeTime.Add(int64(done.Sub(start)))
+	l.stats.writeHist.record(done.Sub(start))
 	if err == nil && n < len(p) {
 		err = fmt.Errorf("short write of %d of %d bytes", n, len(p))
 	}
@@ -191,13 +192,19 @@ func (l *Log) rollTo(next *segment) error {
 	l.writeSeg = next
 	l.segsMu.Lock()
 	l.segFirsts = append(l.segFirsts, next.first)
+	l.segSizes = append(l.segSizes, next.size)
+	l.publishSegmentsLocked()
 	l.segsMu.Unlock()
 	if err := old.f.Close(); err != nil {
 		return fmt.Errorf("closing %s: %w", old.path, err) // a close error may report a lost write
 	}
 	old.f = nil
 	l.stats.rolls.Add(1)
-	l.opts.Logger.Info("wal: rolled segment", "segment", segmentName(next.first))
+	name := segmentName(next.first)
+	l.opts.Logger.Info("wal: rolled segment", "segment", name)
+	if o := l.opts.Observer; o != nil {
+		o.ObserveRoll(RollEvent{Segment: name, FirstLSN: next.first})
+	}
 	return nil
 }
 

@@ -92,9 +92,19 @@ type Options struct {
 	AllowSyncMethodFallback bool
 	// FS is the filesystem the log lives on. Default [vfs.OS].
 	FS vfs.FS
-	// Logger receives lifecycle events (recovery, rolls, poisoning), never
-	// per-commit events. Default: silent.
+	// Logger receives lifecycle events (recovery, rolls, poisoning) and
+	// slow-sync warnings, never per-commit events. Default: silent.
 	Logger *slog.Logger
+	// SlowSyncThreshold is the duration above which a segment sync is
+	// logged at warning level through Logger ("wal: slow sync", with the
+	// duration and the threshold) and counted in Stats.SlowSyncs, as etcd
+	// warns of a slow fdatasync. Default [DefaultSlowSyncThreshold] (1 s);
+	// a negative value turns the warning and the count off.
+	SlowSyncThreshold time.Duration
+	// Observer receives every sync, group, commit, roll and poisoning as it
+	// happens, on the commit path (see [Observer] for what it may do).
+	// Default nil: nothing is called.
+	Observer Observer
 	// UnsafeRetrySync retries a failed sync and, if the retry succeeds,
 	// acknowledges the commits as durable. This is the fsyncgate mistake
 	// (PostgreSQL data_sync_retry=on): on Linux the retried sync can succeed
@@ -118,6 +128,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.FS == nil {
 		o.FS = vfs.OS()
+	}
+	if o.SlowSyncThreshold == 0 {
+		o.SlowSyncThreshold = DefaultSlowSyncThreshold
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -136,6 +136,7 @@ func (r *Reader) Next() (LSN, []byte, error) {
 		if lsn < r.from || rec == nil { // rec == nil: an end frame, not a record
 			continue
 		}
+		r.l.stats.readerRecords.Add(1)
 		return lsn, rec, nil
 	}
 }
@@ -166,6 +167,7 @@ func (r *Reader) frameAt(lsn, end LSN) ([]byte, int64, error) {
 		}
 		r.win = r.win[:n]
 		got, err := r.f.ReadAt(r.win, segmentHeaderSize+int64(lsn-r.first))
+		r.l.stats.readerBytes.Add(uint64(max(got, 0)))
 		if int64(got) < n {
 			if err == nil {
 				err = io.ErrUnexpectedEOF
@@ -225,7 +227,8 @@ func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 			return doomed[0], fmt.Errorf("wal: recording the new first LSN %d: %w", first, err)
 		}
 		l.segsMu.Lock()
-		l.segFirsts = l.segFirsts[k:]
+		l.segFirsts, l.segSizes = l.segFirsts[k:], l.segSizes[k:]
+		l.publishSegmentsLocked()
 		l.segsMu.Unlock()
 	}
 	// Out of the list now; a removal that fails is retried by the next

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/durawal/durawal/wal/vfs"
@@ -41,6 +42,9 @@ type RecoveryInfo struct {
 	// they are durable from then on; damage inside them could not have been
 	// told from a torn tail (see "Recovery rule" in the package doc).
 	Unvouched int64
+	// Duration is how long Open took to recover the log: from taking the
+	// directory lock to the log being ready for appends.
+	Duration time.Duration
 	// Quarantined lists the files in the log directory that hold the bytes
 	// of torn tails Open removed, this time or at an earlier Open, oldest
 	// first. Nothing in them is a record of the log: they are kept for
@@ -148,7 +152,7 @@ func (l *Log) recover() error {
 			s.f.Close()
 			return fmt.Errorf("wal: open: %w", err)
 		}
-		l.writeSeg, l.appendSeg, l.segFirsts = s, s, []LSN{0}
+		l.writeSeg, l.appendSeg, l.segFirsts, l.segSizes = s, s, []LSN{0}, []int64{s.size}
 		return nil
 	}
 	if err := l.checkSegmentHeaders(firsts); err != nil {
@@ -156,6 +160,7 @@ func (l *Log) recover() error {
 	}
 	var buf []byte
 	var oldestVersion uint32
+	sizes := make([]int64, 0, len(firsts))
 	for i, first := range firsts {
 		last := i == len(firsts)-1
 		name := segmentName(first)
@@ -164,6 +169,7 @@ func (l *Log) recover() error {
 		if err != nil {
 			return err
 		}
+		sizes = append(sizes, int64(len(buf)))
 		if err := checkSegmentHeader(buf, name, first); err != nil {
 			return err
 		}
@@ -265,7 +271,7 @@ func (l *Log) recover() error {
 			return fmt.Errorf("wal: open: %w", err)
 		}
 	}
-	l.segFirsts = firsts
+	l.segFirsts, l.segSizes = firsts, sizes
 	l.info.FirstLSN, l.info.EndLSN = firsts[0], l.next
 	slices.SortStableFunc(l.info.Quarantined, func(a, b QuarantineFile) int { return cmp.Compare(a.FromLSN, b.FromLSN) })
 	return nil

@@ -282,8 +282,9 @@ func (l *Log) installSegment(s *segment) error {
 }
 
 // syncFile syncs f, retrying EINTR (the call did not run) and nothing else.
-// Every segment sync goes through it, so Fsyncs, FsyncTimeTotal and
-// FsyncMaxDuration cover commit, background, roll and preparation syncs.
+// Every segment sync goes through it, so Fsyncs, FsyncTimeTotal,
+// FsyncMaxDuration, FsyncDuration, the slow-sync warning and
+// Observer.ObserveSync cover commit, background, roll and preparation syncs.
 func (l *Log) syncFile(f vfs.File) error {
 	start := time.Now()
 	l.stats.fsyncsPending.Add(1)
@@ -300,6 +301,14 @@ func (l *Log) syncFile(f vfs.File) error {
 		}
 		if err == nil {
 			l.stats.fsyncs.Add(1)
+			l.stats.fsyncHist.record(d)
+		}
+		if t := l.opts.SlowSyncThreshold; t >= 0 && d > t {
+			l.stats.slowSyncs.Add(1)
+			l.opts.Logger.Warn("wal: slow sync", "dir", l.dir, "duration", d, "threshold", t, "err", err)
+		}
+		if o := l.opts.Observer; o != nil {
+			o.ObserveSync(SyncEvent{Duration: d, Err: err})
 		}
 		return err
 	}
@@ -330,5 +339,19 @@ func (l *Log) syncDirAt(dir string) error {
 			l.stats.dirSyncs.Add(1)
 		}
 		return err
+	}
+}
+
+// publishSegmentsLocked copies the installed segments' count, total size and
+// first LSN into the gauges Stats reads without a lock. l.segsMu is held.
+func (l *Log) publishSegmentsLocked() {
+	var bytes int64
+	for _, n := range l.segSizes {
+		bytes += n
+	}
+	l.stats.segments.Store(int64(len(l.segFirsts)))
+	l.stats.segmentBytes.Store(bytes)
+	if len(l.segFirsts) > 0 {
+		l.stats.firstLSN.Store(uint64(l.segFirsts[0]))
 	}
 }

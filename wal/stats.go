@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/durawal/durawal/groupcommit"
+	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal/vfs"
 )
 
@@ -21,21 +22,30 @@ type counters struct {
 	postponedWrites, delayedWrites                atomic.Uint64
 	fsyncTime, fsyncMax, writeTime, fsyncsPending atomic.Int64
 	poisoned                                      atomic.Bool
-	seg                                           segCounters
+	slowSyncs                                     atomic.Uint64
+	readerBytes, readerRecords                    atomic.Uint64
+
+	// Gauges of the installed segments, set under Log.segsMu.
+	segments, segmentBytes atomic.Int64
+	firstLSN               atomic.Uint64
+
+	fsyncHist, writeHist latencyHist
+	commitHist           [3]latencyHist // by policy.Wait: none, write, sync
+	seg                  segCounters
 }
 
-// segCounters count the segment lifecycle (SegmentStats).
+// segCounters count the segment lifecycle (PrepareStats).
 type segCounters struct {
 	prepared, prepareBytes atomic.Uint64
 	prepareTime            atomic.Int64
 	waitTime, waitMax      atomic.Int64
 }
 
-// SegmentStats counts the segment lifecycle: preparing the next segment
+// PrepareStats counts the segment lifecycle: preparing the next segment
 // (zero-filling and syncing it, in the background, once the current one is
 // half full) and the appends that had to wait for one. Counts are since
 // Open; durations are totals of wall time.
-type SegmentStats struct {
+type PrepareStats struct {
 	// Prepared counts segments prepared, the one a new log starts with
 	// included.
 	Prepared uint64
@@ -110,19 +120,60 @@ type Stats struct {
 	BufferFullWaits uint64
 	// SegmentCreateStalls counts appends that waited for a new segment to
 	// be prepared, whether they started the preparation or found it running
-	// (InnoDB waiting for the next redo file). Segment times the waits.
+	// (InnoDB waiting for the next redo file). Prepare times the waits.
 	SegmentCreateStalls uint64
-	// Segment counts the segment lifecycle: preparations and the waits for
-	// them.
-	Segment SegmentStats
+	// Prepare counts the segment lifecycle: preparations of the next
+	// segment and the appends that waited for one.
+	Prepare PrepareStats
 	// PostponedWrites counts writes postponed because a background sync was
 	// running (Redis latency event aof-write-pending-fsync).
 	PostponedWrites uint64
 	// DelayedWrites counts postponed writes forced after the policy's
 	// maximum postponement (Redis aof_delayed_fsync).
 	DelayedWrites uint64
+	// SlowSyncs counts segment syncs that took longer than
+	// Options.SlowSyncThreshold (each also logged as a warning); 0 when the
+	// threshold is negative.
+	SlowSyncs uint64
 	// Poisoned reports that a write or sync failed and the log fails closed.
 	Poisoned bool
+
+	// FsyncDuration is the distribution of the durations of the syncs
+	// counted in Fsyncs (FsyncDuration.Count == Fsyncs, up to syncs
+	// finishing while Stats reads; failed syncs are in FsyncTimeTotal, not
+	// here): etcd's
+	// etcd_disk_wal_fsync_duration_seconds, Pebble's WAL fsync latency.
+	FsyncDuration Histogram
+	// WriteDuration is the distribution of the durations of the write
+	// calls counted in WriteCalls, failed ones included
+	// (WriteDuration.Count == WriteCalls).
+	WriteDuration Histogram
+	// CommitWaitNone, CommitWaitWritten and CommitWaitSynced are the
+	// distributions of commit latency — from the Append, AppendContext or
+	// AppendBatch call to its return — of the commits counted in Commits,
+	// by what each waited for: nothing (the log buffer), the write, or the
+	// sync (policy.WaitNone, WaitWrite, WaitSync; ForceSync counts as a
+	// sync). Their Counts add up to Commits.
+	CommitWaitNone, CommitWaitWritten, CommitWaitSynced Histogram
+
+	// Segments is the number of segment files the log consists of now, and
+	// SegmentBytes their total size in bytes (segments are preallocated, so
+	// this is what they take on disk, not the bytes appended). A segment
+	// being prepared for the next roll is not counted until it is
+	// installed. Both go down after RemoveBefore.
+	Segments     int
+	SegmentBytes int64
+	// FirstLSN is the first LSN of the oldest segment: the oldest record a
+	// Reader can return. It goes up after RemoveBefore.
+	FirstLSN LSN
+	// RecoveryDuration is how long Open took to recover the log (to read,
+	// check and repair every segment); Recovered tells what it found.
+	RecoveryDuration time.Duration
+	// ReaderBytes counts the bytes Readers read from segment files, and
+	// ReaderRecords the records they returned, over every Reader of this
+	// Log (pg_stat_wal has no equivalent; Kafka's log-flush and fetch
+	// metrics do).
+	ReaderBytes, ReaderRecords uint64
 	// AppendedLSN, WrittenLSN and SyncedLSN are the watermarks (InnoDB lsn,
 	// write_lsn, flushed_to_disk_lsn).
 	AppendedLSN, WrittenLSN, SyncedLSN LSN
@@ -190,7 +241,7 @@ func (l *Log) Stats() Stats {
 		Rolls:               c.rolls.Load(),
 		BufferFullWaits:     c.bufferFullWaits.Load(),
 		SegmentCreateStalls: c.segmentCreateStalls.Load(),
-		Segment: SegmentStats{
+		Prepare: PrepareStats{
 			Prepared:     c.seg.prepared.Load(),
 			PrepareTime:  time.Duration(c.seg.prepareTime.Load()),
 			PrepareBytes: c.seg.prepareBytes.Load(),
@@ -213,6 +264,19 @@ func (l *Log) Stats() Stats {
 		SyncMethodFallback:      l.fellBack,
 		DirectIOAlignment:       l.dio.align,
 		DirectIOAlignmentSource: l.dio.source,
+
+		SlowSyncs:         c.slowSyncs.Load(),
+		FsyncDuration:     c.fsyncHist.snapshot(),
+		WriteDuration:     c.writeHist.snapshot(),
+		CommitWaitNone:    c.commitHist[policy.WaitNone].snapshot(),
+		CommitWaitWritten: c.commitHist[policy.WaitWrite].snapshot(),
+		CommitWaitSynced:  c.commitHist[policy.WaitSync].snapshot(),
+		Segments:          int(c.segments.Load()),
+		SegmentBytes:      c.segmentBytes.Load(),
+		FirstLSN:          LSN(c.firstLSN.Load()),
+		RecoveryDuration:  l.info.Duration,
+		ReaderBytes:       c.readerBytes.Load(),
+		ReaderRecords:     c.readerRecords.Load(),
 	}
 }
 

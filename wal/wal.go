@@ -56,11 +56,12 @@ type Log struct {
 	writeSeg *segment   // segment that receives the write at the written LSN
 	dio      dioState   // direct-I/O state of writeSeg (owned like writeSeg)
 
-	segsMu    sync.Mutex // guards segFirsts; held only to read or change the list
+	segsMu    sync.Mutex // guards segFirsts and segSizes; held only to read or change the list
 	madeDir   bool       // Open created the log directory (and synced its parent)
 	removeMu  sync.Mutex // serializes RemoveBefore calls; held across their file removals and syncs
 	leftover  []LSN      // segments below the recorded start that a failed RemoveBefore left; guarded by removeMu
 	segFirsts []LSN      // first LSNs of the installed segments, ascending
+	segSizes  []int64    // their file sizes in bytes, in the same order
 
 	appended, written, synced atomic.Uint64
 	lastSyncStart             atomic.Int64 // ns since opened
@@ -127,6 +128,11 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
+	if o := opts.Observer; o != nil {
+		q.OnGroup(func(size uint64, level groupcommit.Level) {
+			o.ObserveGroup(GroupEvent{Size: size, Synced: level == groupcommit.Synced})
+		})
+	}
 	l.q = q
 	if err := l.makeDir(dir); err != nil {
 		return nil, fmt.Errorf("wal: open: %w", err)
@@ -137,13 +143,18 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	l.lock = lock
 	l.opening = true
+	recoverStart := time.Now()
 	err = l.recover()
+	l.info.Duration = time.Since(recoverStart)
 	l.opening = false
 	if err != nil {
 		l.closeFiles()
 		lock.Close()
 		return nil, err
 	}
+	l.segsMu.Lock()
+	l.publishSegmentsLocked()
+	l.segsMu.Unlock()
 	// Both halves are allocated at full size now: growing them by append
 	// under the append lock copied megabytes per step and stalled commits
 	// for up to hundreds of milliseconds in a slow VM, long enough to break
@@ -239,6 +250,7 @@ func (l *Log) Append(rec []byte) (LSN, error) {
 // failed write or sync, and for the commits of the group whose write or sync
 // failed one that also matches ErrDurabilityUnknown.
 func (l *Log) AppendContext(ctx context.Context, rec []byte, opts ...AppendOption) (LSN, error) {
+	start := time.Since(l.opened) // one monotonic clock read: time.Now reads two clocks
 	if len(rec) == 0 {
 		return 0, ErrEmptyRecord
 	}
@@ -257,7 +269,7 @@ func (l *Log) AppendContext(ctx context.Context, rec []byte, opts ...AppendOptio
 	end := l.next
 	w := l.commitWaitLocked(opts)
 	l.mu.Unlock()
-	return lsn, l.commit(ctx, end, w)
+	return lsn, l.commit(ctx, end, w, start, 1)
 }
 
 // AppendBatch appends recs in order as one commit: it waits once, for the
@@ -269,6 +281,7 @@ func (l *Log) AppendContext(ctx context.Context, rec []byte, opts ...AppendOptio
 // is already done when AppendBatch is called, nothing is appended and the
 // error matches both ErrNotAppended and ctx.Err().
 func (l *Log) AppendBatch(ctx context.Context, recs [][]byte, opts ...AppendOption) (LSN, error) {
+	start := time.Since(l.opened)
 	if len(recs) == 0 {
 		return 0, ErrEmptyRecord
 	}
@@ -304,7 +317,7 @@ func (l *Log) AppendBatch(ctx context.Context, recs [][]byte, opts ...AppendOpti
 	end := l.next
 	w := l.commitWaitLocked(opts)
 	l.mu.Unlock()
-	return first, l.commit(ctx, end, w)
+	return first, l.commit(ctx, end, w, start, len(recs))
 }
 
 // commitWaitLocked asks the policy what the commit just reserved waits for,
@@ -337,8 +350,10 @@ func (l *Log) commitWaitLocked(opts []AppendOption) policy.Wait {
 // commit waits as w says for the frames ending at end. A commit that Close
 // overtook (the queue then fails with ErrClosed) returns nil if Close's final
 // flush covered it at the level it waits for: its record is durable (or
-// written), so it must not be reported as failed.
-func (l *Log) commit(ctx context.Context, end LSN, w policy.Wait) error {
+// written), so it must not be reported as failed. It records the commit's
+// latency from start (when the call began, as time since l.opened) and
+// reports it to the Observer with the number of records appended.
+func (l *Log) commit(ctx context.Context, end LSN, w policy.Wait, start time.Duration, records int) error {
 	var err error
 	switch w {
 	case policy.WaitWrite:
@@ -352,8 +367,13 @@ func (l *Log) commit(ctx context.Context, end LSN, w policy.Wait) error {
 			err = nil
 		}
 	}
+	d := time.Since(l.opened) - start
 	if err == nil {
 		l.stats.commits.Add(1)
+		l.stats.commitHist[min(w, policy.WaitSync)].record(d)
+	}
+	if o := l.opts.Observer; o != nil {
+		o.ObserveCommit(CommitEvent{Wait: w, Records: records, Duration: d, Err: err})
 	}
 	return err
 }
@@ -454,6 +474,9 @@ func (l *Log) poison(cause error) {
 	if l.poisonErr.CompareAndSwap(nil, &cause) {
 		l.stats.poisoned.Store(true)
 		l.opts.Logger.Error("wal: poisoned: the log fails closed", "dir", l.dir, "err", cause)
+		if o := l.opts.Observer; o != nil {
+			o.ObservePoison(cause)
+		}
 	}
 }
 
