@@ -17,8 +17,10 @@ import (
 // A write or sync failure poisons the log; the group gets an error matching
 // both ErrDurabilityUnknown and ErrPoisoned.
 func (l *Log) flush(need groupcommit.Level) (written, synced uint64, err error) {
+	l.flushMu.Lock() // TruncateAfter waits for it: the queue positions returned stay consistent
+	defer l.flushMu.Unlock()
 	if err := l.poisoned(); err != nil {
-		return l.written.Load(), l.synced.Load(), err
+		return l.written.Load() + l.qbase, l.synced.Load() + l.qbase, err
 	}
 	l.mu.Lock()
 	b := l.active
@@ -38,9 +40,9 @@ func (l *Log) flush(need groupcommit.Level) (written, synced uint64, err error) 
 	}
 	if err != nil {
 		l.poison(err)
-		return l.written.Load(), l.synced.Load(), fmt.Errorf("%w: %w: %w", ErrDurabilityUnknown, ErrPoisoned, err)
+		return l.written.Load() + l.qbase, l.synced.Load() + l.qbase, fmt.Errorf("%w: %w: %w", ErrDurabilityUnknown, ErrPoisoned, err)
 	}
-	return l.written.Load(), l.synced.Load(), nil
+	return l.written.Load() + l.qbase, l.synced.Load() + l.qbase, nil
 }
 
 // writeBuffer writes b's frames to their segments, rolling segments at the
@@ -287,7 +289,7 @@ func (l *Log) flusherRound(ctx context.Context) bool {
 	now := time.Now()
 	st := l.stateLocked(now)
 	a := l.pol.OnTick(st)
-	target := l.next
+	target := uint64(l.next) + l.qbase
 	if a.Write && st.SyncInProgress && st.PostponedFor > 0 && !l.delayedSeen {
 		// Redis everysec: the postponement reached its limit and no commit
 		// came to force the write; the flusher writes it without waiting for
@@ -297,7 +299,7 @@ func (l *Log) flusherRound(ctx context.Context) bool {
 	}
 	l.mu.Unlock()
 	if a.Write {
-		if err := l.q.Wait(ctx, uint64(target), groupcommit.Written); err != nil {
+		if err := l.q.Wait(ctx, target, groupcommit.Written); err != nil {
 			return false
 		}
 	}
@@ -329,10 +331,10 @@ func (l *Log) flusherRound(ctx context.Context) bool {
 func (l *Log) writePostponed(ctx context.Context) {
 	l.mu.Lock()
 	a := l.pol.OnTick(l.stateLocked(time.Now()))
-	target := l.next
+	target := uint64(l.next) + l.qbase
 	l.mu.Unlock()
 	if a.Write {
-		l.q.Wait(ctx, uint64(target), groupcommit.Written) // a failure poisons the log; the flusher stops on it
+		l.q.Wait(ctx, target, groupcommit.Written) // a failure poisons the log; the flusher stops on it
 	}
 }
 
@@ -369,6 +371,9 @@ func (l *Log) runBackgroundSync() error {
 		return err
 	}
 	l.stats.backgroundSyncs.Add(1)
-	l.q.Advance(l.written.Load(), l.synced.Load())
+	l.syncMu.Lock() // a consistent pair: TruncateAfter changes qbase under syncMu
+	written, synced := l.written.Load()+l.qbase, l.synced.Load()+l.qbase
+	l.syncMu.Unlock()
+	l.q.Advance(written, synced)
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"sort"
+	"sync/atomic"
 
 	"github.com/durawal/durawal/wal/vfs"
 )
@@ -28,11 +29,21 @@ type Reader struct {
 	win   []byte // bytes of the open segment from winLSN
 	wlsn  LSN
 	err   error
+
+	// cut is the lowest LSN a TruncateAfter cut the log at since the
+	// Reader was made (noCut if none); TruncateAfter lowers it. seenCut is
+	// the value Next last acted on.
+	cut     atomic.Uint64
+	seenCut uint64
 }
 
 // NewReader returns a Reader positioned at the first record whose LSN is at
 // least from. Errors: ErrNotFound if from is below the oldest segment kept
-// (see RemoveBefore) or above the appended LSN; ErrClosed.
+// (see RemoveBefore) or above the appended LSN; ErrClosed. When a record
+// starts at from, the Reader starts there directly (one read); otherwise it
+// skips the frames of from's segment that lie before it. Close the Reader
+// when done: the Log keeps track of open Readers to tell them of
+// truncations.
 func (l *Log) NewReader(from LSN) (*Reader, error) {
 	l.mu.Lock()
 	closed := l.closed
@@ -49,7 +60,14 @@ func (l *Log) NewReader(from LSN) (*Reader, error) {
 	if appended := LSN(l.appended.Load()); from > appended {
 		return nil, fmt.Errorf("%w: LSN %d is beyond the appended LSN %d", ErrNotFound, from, appended)
 	}
-	r := &Reader{l: l}
+	r := &Reader{l: l, seenCut: noCut}
+	r.cut.Store(noCut)
+	l.readersMu.Lock()
+	if l.readers == nil {
+		l.readers = make(map[*Reader]struct{})
+	}
+	l.readers[r] = struct{}{}
+	l.readersMu.Unlock()
 	if err := r.seek(from); err != nil {
 		r.Close()
 		return nil, err
@@ -64,7 +82,29 @@ func (r *Reader) seek(from LSN) error {
 	first := r.l.segFirsts[max(i, 0)]
 	r.l.segsMu.Unlock()
 	r.from = from // Next skips the frames before it, even those written later
-	return r.open(first)
+	if err := r.open(first); err != nil {
+		return err
+	}
+	if from <= first || from%frameAlign != 0 {
+		return nil
+	}
+	// Seek directly when a frame starts at from (one read, the window
+	// that Next reads anyway); otherwise skip frames from the segment's
+	// start.
+	end, _, err := r.segmentEnd()
+	if err != nil || from > end {
+		return nil
+	}
+	if from == end { // the written LSN or the next segment's start: a frame boundary
+		r.lsn = from
+		return nil
+	}
+	if _, _, err := r.frameAt(from, end); err == nil {
+		r.lsn = from
+		return nil
+	}
+	r.win, r.wlsn = r.win[:0], first
+	return nil
 }
 
 func (r *Reader) open(first LSN) error {
@@ -107,6 +147,15 @@ func (r *Reader) segmentEnd() (end, next LSN, err error) {
 func (r *Reader) Next() (LSN, []byte, error) {
 	if r.err != nil {
 		return 0, nil, r.err
+	}
+	if c := r.cut.Load(); c != r.seenCut {
+		// A TruncateAfter cut the log: what the window holds may be gone.
+		r.seenCut = c
+		r.win, r.wlsn = r.win[:0], r.first
+		if max(r.lsn, r.from) > LSN(c) {
+			r.err = fmt.Errorf("%w: at LSN %d, cut at LSN %d", ErrTruncated, max(r.lsn, r.from), c)
+			return 0, nil, r.err
+		}
 	}
 	for {
 		end, next, err := r.segmentEnd()
@@ -176,6 +225,9 @@ func (r *Reader) frameAt(lsn, end LSN) ([]byte, int64, error) {
 
 // Close releases the Reader's file.
 func (r *Reader) Close() error {
+	r.l.readersMu.Lock()
+	delete(r.l.readers, r)
+	r.l.readersMu.Unlock()
 	if r.f == nil {
 		return nil
 	}
@@ -200,8 +252,11 @@ func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 	if closed {
 		return 0, ErrClosed
 	}
+	l.rmu.Lock() // no ReadRecord reads a segment being removed
+	defer l.rmu.Unlock()
 	l.segsMu.Lock()
 	defer l.segsMu.Unlock()
+	defer func() { l.closeReadHandles(l.segFirsts[0], 0, false) }()
 	// Record the new start first, so a missing oldest segment is damage
 	// and a crash between the removals is finished by the next Open.
 	k := 0

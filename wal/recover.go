@@ -93,7 +93,7 @@ func (l *Log) recover() error {
 		}
 		switch {
 		case name == lockName:
-		case name == firstLSNName:
+		case name == firstLSNName, name == truncateName:
 		case strings.HasSuffix(name, tmpSuffix):
 			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
 				return fmt.Errorf("wal: open: removing leftover %s: %w", name, err)
@@ -111,6 +111,9 @@ func (l *Log) recover() error {
 	}
 	if len(firsts) > 0 {
 		if firsts, err = l.checkFirst(firsts); err != nil {
+			return err
+		}
+		if firsts, err = l.finishTruncate(firsts); err != nil {
 			return err
 		}
 	}
@@ -222,30 +225,7 @@ const firstLSNName = "first-lsn"
 // temporary name, synced, renamed over the old record and the directory
 // synced.
 func (l *Log) writeFirstLSN(first LSN) error {
-	tmp := filepath.Join(l.dir, firstLSNName+tmpSuffix)
-	l.fs.Remove(tmp) // a leftover of a crash
-	f, err := l.fs.Create(tmp, l.bufferedMethod())
-	if err != nil {
-		return err
-	}
-	b := make([]byte, 16)
-	binary.LittleEndian.PutUint64(b[0:8], uint64(first))
-	binary.LittleEndian.PutUint64(b[8:16], xxhash.Sum64(b[0:8]))
-	if _, err := f.WriteAt(b, 0); err != nil {
-		f.Close()
-		return err
-	}
-	if err := l.syncSegment(f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := l.fs.Rename(tmp, filepath.Join(l.dir, firstLSNName)); err != nil {
-		return err
-	}
-	return l.syncDir()
+	return l.writeLSNFile(firstLSNName, first)
 }
 
 // checkFirst compares the segments found with the recorded start of the
