@@ -119,6 +119,10 @@ func (l *Log) readFile(lsn LSN, dst []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: LSN %d is below the first LSN %d", ErrNotFound, lsn, first)
 	}
 	first := l.segFirsts[i]
+	limit := LSN(l.written.Load()) // where the frames readable in this segment end
+	if i+1 < len(l.segFirsts) {
+		limit = l.segFirsts[i+1]
+	}
 	l.segsMu.Unlock()
 	f, err := l.readHandle(first)
 	if err != nil {
@@ -137,7 +141,8 @@ func (l *Log) readFile(lsn LSN, dst []byte) ([]byte, error) {
 		return &CorruptionError{Segment: segmentName(first), Offset: off,
 			Reason: fmt.Sprintf("%s at LSN %d (damage, or not the LSN of a record)", reason, lsn)}
 	}
-	if n == 0 || binary.LittleEndian.Uint32(hdr[12:16]) != 0 || int64(n) > maxRecordFor(MaxSegmentSize) {
+	if n == 0 || binary.LittleEndian.Uint32(hdr[12:16]) != 0 || int64(n) > maxRecordFor(MaxSegmentSize) ||
+		int64(lsn)+frameSize(int(n)) > int64(limit) {
 		return nil, bad("no record frame")
 	}
 	dst = slices.Grow(dst[:0], int(n))[:n]
