@@ -37,7 +37,7 @@ func (f *fsm) count() int {
 }
 
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) { return snapshot{}, nil }
-func (f *fsm) Restore(rc io.ReadCloser) error       { return rc.Close() }
+func (f *fsm) Restore(rc io.ReadCloser) error      { return rc.Close() }
 
 type snapshot struct{}
 
