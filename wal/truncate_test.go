@@ -295,7 +295,8 @@ func checkTruncImage(t *testing.T, img vfs.FS, opts wal.Options, s *truncState, 
 	require.NoError(t, l.Close(), what)
 }
 
-// TestTruncateCrashImagesAtEveryOp crashes the truncation workload before
+// TestTruncateCrashImagesAtEveryOp crashes the truncation workload, under
+// buffered, O_DSYNC and O_DIRECT writes, before
 // each of its filesystem operations (without failing any) in every
 // PowerLoss mode and as a process crash: a crash inside every step of both
 // cuts (recording the cut, zeroing, removing segments, removing the
@@ -303,15 +304,26 @@ func checkTruncImage(t *testing.T, img vfs.FS, opts wal.Options, s *truncState, 
 // the log as it stood, with every acknowledged record, or exactly the log
 // cut by a TruncateAfter in progress, and never a dropped record.
 func TestTruncateCrashImagesAtEveryOp(t *testing.T) {
-	for _, pol := range []policy.Policy{policy.SyncEveryCommit(), policy.SyncNever()} {
-		t.Run("policy="+pol.String(), func(t *testing.T) {
-			opts := wal.Options{SegmentSize: 4 << 10, Policy: pol}
+	for _, tc := range []struct {
+		pol policy.Policy
+		m   vfs.SyncMethod
+	}{
+		{policy.SyncEveryCommit(), vfs.Fdatasync},
+		{policy.SyncNever(), vfs.Fdatasync},
+		{policy.SyncEveryCommit(), vfs.ODsync},
+		{policy.SyncEveryCommit(), vfs.ODirect},
+		{policy.SyncNever(), vfs.ODirectODsync},
+	} {
+		pol := tc.pol
+		t.Run(fmt.Sprintf("policy=%s/method=%s", pol, tc.m), func(t *testing.T) {
+			opts := wal.Options{SegmentSize: 4 << 10, Policy: pol, SyncMethod: tc.m}
 			type snap struct {
 				img  vfs.FS
 				s    *truncState
 				what string
 			}
 			mem := vfs.NewMem()
+			mem.SetDirectIOAlignment(512)
 			s := &truncState{pending: -1}
 			var mu sync.Mutex
 			var snaps []snap
