@@ -104,6 +104,7 @@ func (l *Log) writeAt(p []byte, lsn LSN) error {
 	if l.method.WriteThrough() {
 		l.synced.Store(end)
 	}
+	l.notifyTail()
 	l.lastWrite.Store(int64(done.Sub(l.opened)))
 	return nil
 }
@@ -166,6 +167,7 @@ func (l *Log) rollTo(next *segment) error {
 			return err
 		}
 		l.synced.Store(l.written.Load())
+		l.notifyTail()
 	}
 	if err := l.installSegment(next); err != nil {
 		return fmt.Errorf("installing segment %s: %w", segmentName(next.first), err)
@@ -206,6 +208,7 @@ func (l *Log) syncWritten() error {
 		return err
 	}
 	l.synced.Store(target)
+	l.notifyTail()
 	l.groupsSinceSync.Store(0)
 	return nil
 }

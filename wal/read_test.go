@@ -378,3 +378,72 @@ func BenchmarkReadRecord(b *testing.B) {
 		})
 	}
 }
+
+// TestReaderNextContext: a tailing Reader waits for records without
+// polling, sees only durable ones with DurableOnly, ends with its context,
+// and returns ErrClosed when the log closes under it.
+func TestReaderNextContext(t *testing.T) {
+	l := openLog(t, vfs.NewMem(), wal.Options{Policy: policy.SyncNever()})
+	tail, err := l.NewReader(0)
+	require.NoError(t, err)
+	defer tail.Close()
+	durable, err := l.NewReader(0, wal.DurableOnly)
+	require.NoError(t, err)
+	defer durable.Close()
+
+	got := make(chan wal.LSN, 100)
+	go func() {
+		for {
+			lsn, _, err := tail.NextContext(context.Background())
+			if err != nil {
+				close(got)
+				return
+			}
+			got <- lsn
+		}
+	}()
+	var lsns []wal.LSN
+	for i := range 5 {
+		lsn, err := l.Append(record(8, i, 50)) // written at commit, never synced
+		require.NoError(t, err)
+		lsns = append(lsns, lsn)
+		select {
+		case g := <-got:
+			require.Equal(t, lsn, g)
+		case <-time.After(5 * time.Second):
+			t.Fatal("the tailing reader did not wake")
+		}
+	}
+	// Not durable yet: the durable reader waits until its context ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	_, _, err = durable.NextContext(ctx)
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	done := make(chan []wal.LSN)
+	go func() {
+		var seen []wal.LSN
+		for len(seen) < len(lsns) {
+			lsn, _, err := durable.NextContext(context.Background())
+			if err != nil {
+				break
+			}
+			seen = append(seen, lsn)
+		}
+		done <- seen
+	}()
+	time.Sleep(20 * time.Millisecond)
+	require.NoError(t, l.Sync())
+	select {
+	case seen := <-done:
+		require.Equal(t, lsns, seen, "the durable reader sees the records once synced")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the durable reader did not wake at the sync")
+	}
+	require.NoError(t, l.Close())
+	select {
+	case _, ok := <-got:
+		require.False(t, ok, "the tailing reader ends at Close")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the tailing reader did not wake at Close")
+	}
+}

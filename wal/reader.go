@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -17,7 +18,8 @@ const readWindow = 256 << 10
 
 // Reader replays records in LSN order, across segments, from the file
 // system: it sees the records written to the OS (up to [Log.WrittenLSN] when
-// it reaches them), not those still in the log buffer. A Reader is not safe
+// it reaches them; with [DurableOnly], up to [Log.SyncedLSN]), not those
+// still in the log buffer. [Reader.NextContext] waits for new records. A Reader is not safe
 // for concurrent use; several Readers may run beside appends.
 type Reader struct {
 	l     *Log
@@ -35,7 +37,20 @@ type Reader struct {
 	// the value Next last acted on.
 	cut     atomic.Uint64
 	seenCut uint64
+
+	durable bool // DurableOnly: stop at the synced LSN
 }
+
+// ReaderOption modifies a Reader made by NewReader.
+type ReaderOption uint8
+
+const (
+	// DurableOnly makes a Reader return only records that are durable (up
+	// to [Log.SyncedLSN]) instead of every record written to the OS, so a
+	// consumer never passes on a record whose commit then fails with
+	// ErrDurabilityUnknown and which a power loss would take.
+	DurableOnly ReaderOption = 1 << iota
+)
 
 // NewReader returns a Reader positioned at the first record whose LSN is at
 // least from. Errors: ErrNotFound if from is below the oldest segment kept
@@ -44,7 +59,7 @@ type Reader struct {
 // skips the frames of from's segment that lie before it. Close the Reader
 // when done: the Log keeps track of open Readers to tell them of
 // truncations.
-func (l *Log) NewReader(from LSN) (*Reader, error) {
+func (l *Log) NewReader(from LSN, opts ...ReaderOption) (*Reader, error) {
 	l.mu.Lock()
 	closed := l.closed
 	l.mu.Unlock()
@@ -61,6 +76,9 @@ func (l *Log) NewReader(from LSN) (*Reader, error) {
 		return nil, fmt.Errorf("%w: LSN %d is beyond the appended LSN %d", ErrNotFound, from, appended)
 	}
 	r := &Reader{l: l, seenCut: noCut}
+	for _, o := range opts {
+		r.durable = r.durable || o&DurableOnly != 0
+	}
 	r.cut.Store(noCut)
 	l.readersMu.Lock()
 	if l.readers == nil {
@@ -135,7 +153,67 @@ func (r *Reader) segmentEnd() (end, next LSN, err error) {
 	if i+1 < len(r.l.segFirsts) {
 		return r.l.segFirsts[i+1], r.l.segFirsts[i+1], nil
 	}
+	if r.durable {
+		return LSN(r.l.synced.Load()), 0, nil
+	}
 	return LSN(r.l.written.Load()), 0, nil
+}
+
+// NextContext is Next that waits for a record instead of returning io.EOF:
+// at the end of what has been written (made durable, with DurableOnly) it
+// blocks until the log grows, without polling, and returns the next
+// record. It returns ctx.Err() if ctx ends first, ErrClosed once the Log
+// is closed, an error matching ErrPoisoned after a failed write or sync,
+// and Next's other errors.
+func (r *Reader) NextContext(ctx context.Context) (LSN, []byte, error) {
+	for {
+		wake := r.l.tailChan() // before Next looks: no advance can be missed
+		lsn, rec, err := r.Next()
+		if err != io.EOF {
+			return lsn, rec, err
+		}
+		if err := r.l.poisoned(); err != nil {
+			return 0, nil, err
+		}
+		r.l.mu.Lock()
+		closed := r.l.closed
+		r.l.mu.Unlock()
+		if closed {
+			return 0, nil, ErrClosed
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return 0, nil, ctx.Err()
+		}
+	}
+}
+
+// tailChan returns a channel that is closed at the next advance of the
+// written or synced LSN, or at Close.
+func (l *Log) tailChan() <-chan struct{} {
+	l.tailMu.Lock()
+	defer l.tailMu.Unlock()
+	if l.tailCh == nil {
+		l.tailCh = make(chan struct{})
+		l.tailWaiting.Store(true)
+	}
+	return l.tailCh
+}
+
+// notifyTail wakes the Readers waiting in NextContext. It costs one atomic
+// load while none waits.
+func (l *Log) notifyTail() {
+	if !l.tailWaiting.Load() {
+		return
+	}
+	l.tailMu.Lock()
+	defer l.tailMu.Unlock()
+	if l.tailCh != nil {
+		close(l.tailCh)
+		l.tailCh = nil
+		l.tailWaiting.Store(false)
+	}
 }
 
 // Next returns the next record and its LSN. The record's bytes are valid

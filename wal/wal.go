@@ -70,6 +70,10 @@ type Log struct {
 	rmu       sync.RWMutex         // read-locked by ReadRecord's file reads; locked by RemoveBefore, TruncateAfter, Close
 	rfilesMu  sync.Mutex           // guards rfiles
 	rfiles    map[LSN]vfs.File     // read-only segment handles of ReadRecord, by first LSN
+	tailMu      sync.Mutex    // guards tailCh
+	tailCh      chan struct{} // closed when the written or synced LSN moves (or the log closes); nil while no Reader waits
+	tailWaiting atomic.Bool   // tailCh is not nil
+
 	readersMu sync.Mutex           // guards readers
 	readers   map[*Reader]struct{} // open Readers, told of truncations
 
@@ -468,6 +472,7 @@ func (l *Log) poisoned() error {
 func (l *Log) poison(cause error) {
 	if l.poisonErr.CompareAndSwap(nil, &cause) {
 		l.stats.poisoned.Store(true)
+		l.notifyTail() // waiting Readers see ErrPoisoned
 		l.opts.Logger.Error("wal: poisoned: the log fails closed", "dir", l.dir, "err", cause)
 	}
 }
@@ -615,6 +620,7 @@ func (l *Log) Close() error {
 	qend := uint64(l.next) + l.qbase
 	l.mu.Unlock()
 	close(l.stop)
+	l.notifyTail() // waiting Readers see ErrClosed
 	l.q.Drain() // end any group delay at once: the final flush must not wait it out
 
 	err := l.poisoned()
