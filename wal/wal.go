@@ -67,12 +67,12 @@ type Log struct {
 	flushMu sync.Mutex // held by the flush leader while it flushes, and by TruncateAfter
 	truncMu sync.Mutex // serialises TruncateAfter calls
 
-	rmu       sync.RWMutex         // read-locked by ReadRecord's file reads; locked by RemoveBefore, TruncateAfter, Close
-	rfilesMu  sync.Mutex           // guards rfiles
-	rfiles    map[LSN]vfs.File     // read-only segment handles of ReadRecord, by first LSN
-	tailMu      sync.Mutex    // guards tailCh
-	tailCh      chan struct{} // closed when the written or synced LSN moves (or the log closes); nil while no Reader waits
-	tailWaiting atomic.Bool   // tailCh is not nil
+	rmu         sync.RWMutex     // read-locked by ReadRecord's file reads; locked by RemoveBefore, TruncateAfter, Close
+	rfilesMu    sync.Mutex       // guards rfiles
+	rfiles      map[LSN]vfs.File // read-only segment handles of ReadRecord, by first LSN
+	tailMu      sync.Mutex       // guards tailCh
+	tailCh      chan struct{}    // closed when the written or synced LSN moves (or the log closes); nil while no Reader waits
+	tailWaiting atomic.Bool      // tailCh is not nil
 
 	readersMu sync.Mutex           // guards readers
 	readers   map[*Reader]struct{} // open Readers, told of truncations
@@ -621,7 +621,7 @@ func (l *Log) Close() error {
 	l.mu.Unlock()
 	close(l.stop)
 	l.notifyTail() // waiting Readers see ErrClosed
-	l.q.Drain() // end any group delay at once: the final flush must not wait it out
+	l.q.Drain()    // end any group delay at once: the final flush must not wait it out
 
 	err := l.poisoned()
 	if err == nil {
