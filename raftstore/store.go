@@ -4,10 +4,21 @@
 // # Layout
 //
 // A Store lives in a directory holding the log (subdirectory "wal") and
-// the file "first-index", a durable note of the first Raft index kept. Each
-// Raft entry is one log record: its index, term, type, append time,
-// extensions and data (see encode). StoreLogs is one [wal.Log.AppendBatchLSNs]
-// and one fdatasync; GetLog is one [wal.Log.ReadRecord] (two reads).
+// the file "first-index", a durable note of the first Raft index kept (8
+// bytes little endian and their xxhash64). Each Raft entry is one log
+// record, every field of [raft.Log] kept (little endian):
+//
+//	offset  size  field
+//	0       8     index
+//	8       8     term
+//	16      1     type (raft.LogType)
+//	17      1     flags (1: appended-at is set; a zero time.Time is kept as zero)
+//	18      8     appended-at, Unix nanoseconds (monotonic reading and location dropped)
+//	26      4     length of the extensions, e
+//	30      e     extensions, then the data to the end of the record
+//
+// StoreLogs is one [wal.Log.AppendBatchLSNs] and one fdatasync; GetLog is
+// one [wal.Log.ReadRecord] (two reads).
 //
 // # Index to LSN
 //
@@ -150,7 +161,9 @@ func (s *Store) rebuild() error {
 // Close closes the log. Every stored entry is durable already.
 func (s *Store) Close() error { return s.log.Close() }
 
-// Log returns the underlying log (for its statistics).
+// Log returns the underlying log, for its statistics and LSNs. Do not
+// append to it, truncate it or remove from it: the Store's index map would
+// no longer match.
 func (s *Store) Log() *wal.Log { return s.log }
 
 // IsMonotonic reports true: StoreLogs refuses gaps, so Raft removes every
