@@ -193,13 +193,13 @@ func (l *Log) readHandle(first LSN) (vfs.File, error) {
 }
 
 // closeReadHandles closes the read-only handles of segments that are no
-// longer in the log: those below keepFrom or above keepTo (keepTo 0: none
-// above). all closes every one (Close).
-func (l *Log) closeReadHandles(keepFrom, keepTo LSN, all bool) {
+// longer in the log: those whose first LSN is below keepFrom or above
+// keepTo (Close passes an empty range: keepFrom > keepTo).
+func (l *Log) closeReadHandles(keepFrom, keepTo LSN) {
 	l.rfilesMu.Lock()
 	defer l.rfilesMu.Unlock()
 	for first, f := range l.rfiles {
-		if all || first < keepFrom || (keepTo > 0 && first > keepTo) {
+		if first < keepFrom || first > keepTo {
 			f.Close()
 			delete(l.rfiles, first)
 		}

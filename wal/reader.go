@@ -32,11 +32,9 @@ type Reader struct {
 	wlsn  LSN
 	err   error
 
-	// cut is the lowest LSN a TruncateAfter cut the log at since the
-	// Reader was made (noCut if none); TruncateAfter lowers it. seenCut is
-	// the value Next last acted on.
-	cut     atomic.Uint64
-	seenCut uint64
+	// cut is the lowest LSN a TruncateAfter cut the log at since Next last
+	// looked (noCut if none): TruncateAfter lowers it, Next takes it.
+	cut atomic.Uint64
 
 	durable bool // DurableOnly: stop at the synced LSN
 }
@@ -75,7 +73,7 @@ func (l *Log) NewReader(from LSN, opts ...ReaderOption) (*Reader, error) {
 	if appended := LSN(l.appended.Load()); from > appended {
 		return nil, fmt.Errorf("%w: LSN %d is beyond the appended LSN %d", ErrNotFound, from, appended)
 	}
-	r := &Reader{l: l, seenCut: noCut}
+	r := &Reader{l: l}
 	for _, o := range opts {
 		r.durable = r.durable || o&DurableOnly != 0
 	}
@@ -226,9 +224,12 @@ func (r *Reader) Next() (LSN, []byte, error) {
 	if r.err != nil {
 		return 0, nil, r.err
 	}
-	if c := r.cut.Load(); c != r.seenCut {
+	// No TruncateAfter or RemoveBefore changes the files while Next reads
+	// them, and a cut is seen before any byte read after it.
+	r.l.rmu.RLock()
+	defer r.l.rmu.RUnlock()
+	if c := r.cut.Swap(noCut); c != noCut {
 		// A TruncateAfter cut the log: what the window holds may be gone.
-		r.seenCut = c
 		r.win, r.wlsn = r.win[:0], r.first
 		if max(r.lsn, r.from) > LSN(c) {
 			r.err = fmt.Errorf("%w: at LSN %d, cut at LSN %d", ErrTruncated, max(r.lsn, r.from), c)
@@ -334,7 +335,7 @@ func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 	defer l.rmu.Unlock()
 	l.segsMu.Lock()
 	defer l.segsMu.Unlock()
-	defer func() { l.closeReadHandles(l.segFirsts[0], 0, false) }()
+	defer func() { l.closeReadHandles(l.segFirsts[0], ^LSN(0)) }()
 	// Record the new start first, so a missing oldest segment is damage
 	// and a crash between the removals is finished by the next Open.
 	k := 0

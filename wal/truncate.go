@@ -190,7 +190,7 @@ func (l *Log) cutLocked(lsn LSN) error {
 		l.dio.setTail(blk, tail)
 	}
 	l.segFirsts = l.segFirsts[:k+1]
-	l.closeReadHandles(l.segFirsts[0], keep, false)
+	l.closeReadHandles(l.segFirsts[0], keep)
 	l.next = lsn
 	l.active.reset(lsn)
 	l.qbase += uint64(oldNext - lsn)

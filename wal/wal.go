@@ -641,7 +641,7 @@ func (l *Log) Close() error {
 		err = l.writeEnd()
 	}
 	l.rmu.Lock()
-	l.closeReadHandles(0, 0, true)
+	l.closeReadHandles(1, 0) // every one
 	l.rmu.Unlock()
 	if cerr := l.closeFiles(); err == nil && cerr != nil {
 		err = cerr
