@@ -34,7 +34,7 @@ func TestCommitOvertakenByCloseIsNilWhenDurable(t *testing.T) {
 			if LSN(l.synced.Load()) < end {
 				t.Fatalf("Close left the record unsynced: synced %d < %d", l.synced.Load(), end)
 			}
-			if err := l.commit(ctx, end, w, time.Since(l.opened), 1); err != nil {
+			if err := l.commit(ctx, end, uint64(end), w, time.Since(l.opened), 1); err != nil {
 				t.Fatalf("commit after Close made it durable: %v, want nil", err)
 			}
 		})

@@ -59,6 +59,15 @@
 // and by RemoveBefore before it removes anything), so a missing oldest
 // segment is too. Open finishes a RemoveBefore a crash interrupted.
 //
+// [Log.TruncateAfter] cuts the end of the log at a record's LSN. It records
+// the cut in the file "truncate-lsn" (16 bytes: the LSN and its xxhash64;
+// written under a temporary name, synced, renamed, directory synced), then
+// zeroes and syncs the dropped frames of the segment holding the cut, removes
+// the later segments and removes the record. Open finishes a cut it finds
+// recorded, so a crash leaves the old log or the cut one, never a dropped
+// record with the ones after the cut. Frames appended after a cut carry the
+// cut as their watermark: none vouches for a dropped byte.
+//
 // What each ending leaves verifiable:
 //
 //   - A clean Close: everything. After its final sync Close writes an end
@@ -125,6 +134,14 @@
 // wal/walexpvar publishes Stats through expvar; the module
 // github.com/durawal/durawal/promwal exports them to Prometheus.
 //
+// # Reading by LSN
+//
+// [Log.ReadRecord] reads one record by its LSN with two reads (header,
+// payload) on a cached read-only handle and checks its LSN-seeded
+// checksum; [Log.AppendBatchLSNs] reports every record's LSN, [FrameSize]
+// how much LSN space a record takes, and [Log.FirstLSN] where the log
+// starts now.
+//
 // # Errors
 //
 // Errors match the sentinels in errors.go with errors.Is: [ErrClosed],
@@ -134,6 +151,7 @@
 // [ErrPoisoned] after a failed write or sync (the log fails closed and never
 // retries a sync), [ErrDurabilityUnknown] for the commits of the failed
 // group, [ErrNoSpace] when no new segment can be created (not poisoned),
-// [ErrInvalidOptions], [ErrForeignFile], [ErrNotFound], and [ErrNotAppended]
+// [ErrInvalidOptions], [ErrForeignFile], [ErrNotFound], [ErrTruncated] (a
+// Reader past a TruncateAfter's cut), and [ErrNotAppended]
 // (with a context error) when a context ended before a record got an LSN.
 package wal

@@ -54,9 +54,14 @@ var (
 	// It is not damage: it does not match ErrCorrupt. The error names the
 	// segment, its version and the version this build reads.
 	ErrUnsupportedVersion = errors.New("wal: unsupported segment format version")
-	// ErrNotFound is returned by NewReader for an LSN below the first
-	// segment kept (removed by RemoveBefore) or above the appended LSN.
+	// ErrNotFound is returned by NewReader, ReadRecord and TruncateAfter for
+	// an LSN below the first segment kept (removed by RemoveBefore) or above
+	// the appended LSN.
 	ErrNotFound = errors.New("wal: LSN not in the log")
+	// ErrTruncated is returned by Reader.Next once Log.TruncateAfter has
+	// cut the log at or before the Reader's position: the records it was
+	// about to read are gone. Open a new Reader at or before the cut.
+	ErrTruncated = errors.New("wal: reader positioned past a truncation")
 )
 
 // A BatchError reports an AppendBatch that stopped after its first Appended

@@ -17,8 +17,10 @@ import (
 // A write or sync failure poisons the log; the group gets an error matching
 // both ErrDurabilityUnknown and ErrPoisoned.
 func (l *Log) flush(need groupcommit.Level) (written, synced uint64, err error) {
+	l.flushMu.Lock() // TruncateAfter waits for it: the queue positions returned stay consistent
+	defer l.flushMu.Unlock()
 	if err := l.poisoned(); err != nil {
-		return l.written.Load(), l.synced.Load(), err
+		return l.written.Load() + l.qbase, l.synced.Load() + l.qbase, err
 	}
 	l.mu.Lock()
 	b := l.active
@@ -47,9 +49,9 @@ func (l *Log) flush(need groupcommit.Level) (written, synced uint64, err error) 
 	}
 	if err != nil {
 		l.poison(err)
-		return l.written.Load(), l.synced.Load(), fmt.Errorf("%w: %w: %w", ErrDurabilityUnknown, ErrPoisoned, err)
+		return l.written.Load() + l.qbase, l.synced.Load() + l.qbase, fmt.Errorf("%w: %w: %w", ErrDurabilityUnknown, ErrPoisoned, err)
 	}
-	return l.written.Load(), l.synced.Load(), nil
+	return l.written.Load() + l.qbase, l.synced.Load() + l.qbase, nil
 }
 
 // writeBuffer writes b's frames to their segments, rolling segments at the
@@ -112,6 +114,7 @@ func (l *Log) writeAt(p []byte, lsn LSN) error {
 	if l.method.WriteThrough() {
 		l.synced.Store(end)
 	}
+	l.notifyTail()
 	l.lastWrite.Store(int64(done.Sub(l.opened)))
 	return nil
 }
@@ -182,6 +185,7 @@ func (l *Log) rollTo(next *segment) error {
 			return err
 		}
 		l.synced.Store(l.written.Load())
+		l.notifyTail()
 	}
 	if err := l.installSegment(next); err != nil {
 		return fmt.Errorf("installing segment %s: %w", segmentName(next.first), err)
@@ -228,6 +232,7 @@ func (l *Log) syncWritten() error {
 		return err
 	}
 	l.synced.Store(target)
+	l.notifyTail()
 	l.groupsSinceSync.Store(0)
 	return nil
 }
@@ -311,7 +316,7 @@ func (l *Log) flusherRound(ctx context.Context) bool {
 	now := time.Now()
 	st := l.stateLocked(now)
 	a := l.pol.OnTick(st)
-	target := l.next
+	target := uint64(l.next) + l.qbase
 	if a.Write && st.SyncInProgress && st.PostponedFor > 0 && !l.delayedSeen {
 		// Redis everysec: the postponement reached its limit and no commit
 		// came to force the write; the flusher writes it without waiting for
@@ -321,7 +326,7 @@ func (l *Log) flusherRound(ctx context.Context) bool {
 	}
 	l.mu.Unlock()
 	if a.Write {
-		if err := l.q.Wait(ctx, uint64(target), groupcommit.Written); err != nil {
+		if err := l.q.Wait(ctx, target, groupcommit.Written); err != nil {
 			return false
 		}
 	}
@@ -353,10 +358,10 @@ func (l *Log) flusherRound(ctx context.Context) bool {
 func (l *Log) writePostponed(ctx context.Context) {
 	l.mu.Lock()
 	a := l.pol.OnTick(l.stateLocked(time.Now()))
-	target := l.next
+	target := uint64(l.next) + l.qbase
 	l.mu.Unlock()
 	if a.Write {
-		l.q.Wait(ctx, uint64(target), groupcommit.Written) // a failure poisons the log; the flusher stops on it
+		l.q.Wait(ctx, target, groupcommit.Written) // a failure poisons the log; the flusher stops on it
 	}
 }
 
@@ -393,6 +398,9 @@ func (l *Log) runBackgroundSync() error {
 		return err
 	}
 	l.stats.backgroundSyncs.Add(1)
-	l.q.Advance(l.written.Load(), l.synced.Load())
+	l.syncMu.Lock() // a consistent pair: TruncateAfter changes qbase under syncMu
+	written, synced := l.written.Load()+l.qbase, l.synced.Load()+l.qbase
+	l.syncMu.Unlock()
+	l.q.Advance(written, synced)
 	return nil
 }

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"sync/atomic"
 
 	"github.com/durawal/durawal/wal/vfs"
 )
@@ -18,7 +20,8 @@ const readWindow = 256 << 10
 
 // Reader replays records in LSN order, across segments, from the file
 // system: it sees the records written to the OS (up to [Log.WrittenLSN] when
-// it reaches them), not those still in the log buffer. A Reader is not safe
+// it reaches them; with [DurableOnly], up to [Log.SyncedLSN]), not those
+// still in the log buffer. [Reader.NextContext] waits for new records. A Reader is not safe
 // for concurrent use; several Readers may run beside appends.
 type Reader struct {
 	l     *Log
@@ -30,12 +33,33 @@ type Reader struct {
 	win   []byte // bytes of the open segment from winLSN
 	wlsn  LSN
 	err   error
+
+	// cut is the lowest LSN a TruncateAfter cut the log at since Next last
+	// looked (noCut if none): TruncateAfter lowers it, Next takes it.
+	cut atomic.Uint64
+
+	durable bool // DurableOnly: stop at the synced LSN
 }
+
+// ReaderOption modifies a Reader made by NewReader.
+type ReaderOption uint8
+
+const (
+	// DurableOnly makes a Reader return only records that are durable (up
+	// to [Log.SyncedLSN]) instead of every record written to the OS, so a
+	// consumer never passes on a record whose commit then fails with
+	// ErrDurabilityUnknown and which a power loss would take.
+	DurableOnly ReaderOption = 1 << iota
+)
 
 // NewReader returns a Reader positioned at the first record whose LSN is at
 // least from. Errors: ErrNotFound if from is below the oldest segment kept
-// (see RemoveBefore) or above the appended LSN; ErrClosed.
-func (l *Log) NewReader(from LSN) (*Reader, error) {
+// (see RemoveBefore) or above the appended LSN; ErrClosed. When a record
+// starts at from, the Reader starts there directly (one read); otherwise it
+// skips the frames of from's segment that lie before it. Close the Reader
+// when done: the Log keeps track of open Readers to tell them of
+// truncations.
+func (l *Log) NewReader(from LSN, opts ...ReaderOption) (*Reader, error) {
 	l.mu.Lock()
 	closed := l.closed
 	l.mu.Unlock()
@@ -52,6 +76,16 @@ func (l *Log) NewReader(from LSN) (*Reader, error) {
 		return nil, fmt.Errorf("%w: LSN %d is beyond the appended LSN %d", ErrNotFound, from, appended)
 	}
 	r := &Reader{l: l}
+	for _, o := range opts {
+		r.durable = r.durable || o&DurableOnly != 0
+	}
+	r.cut.Store(noCut)
+	l.readersMu.Lock()
+	if l.readers == nil {
+		l.readers = make(map[*Reader]struct{})
+	}
+	l.readers[r] = struct{}{}
+	l.readersMu.Unlock()
 	if err := r.seek(from); err != nil {
 		r.Close()
 		return nil, err
@@ -66,7 +100,29 @@ func (r *Reader) seek(from LSN) error {
 	first := r.l.segFirsts[max(i, 0)]
 	r.l.segsMu.Unlock()
 	r.from = from // Next skips the frames before it, even those written later
-	return r.open(first)
+	if err := r.open(first); err != nil {
+		return err
+	}
+	if from <= first || from%frameAlign != 0 {
+		return nil
+	}
+	// Seek directly when a frame starts at from (one read, the window
+	// that Next reads anyway); otherwise skip frames from the segment's
+	// start.
+	end, _, err := r.segmentEnd()
+	if err != nil || from > end {
+		return nil
+	}
+	if from == end { // the written LSN or the next segment's start: a frame boundary
+		r.lsn = from
+		return nil
+	}
+	if _, _, err := r.frameAt(from, end); err == nil {
+		r.lsn = from
+		return nil
+	}
+	r.win, r.wlsn = r.win[:0], first
+	return nil
 }
 
 func (r *Reader) open(first LSN) error {
@@ -97,7 +153,67 @@ func (r *Reader) segmentEnd() (end, next LSN, err error) {
 	if i+1 < len(r.l.segFirsts) {
 		return r.l.segFirsts[i+1], r.l.segFirsts[i+1], nil
 	}
+	if r.durable {
+		return LSN(r.l.synced.Load()), 0, nil
+	}
 	return LSN(r.l.written.Load()), 0, nil
+}
+
+// NextContext is Next that waits for a record instead of returning io.EOF:
+// at the end of what has been written (made durable, with DurableOnly) it
+// blocks until the log grows, without polling, and returns the next
+// record. It returns ctx.Err() if ctx ends first, ErrClosed once the Log
+// is closed, an error matching ErrPoisoned after a failed write or sync,
+// and Next's other errors.
+func (r *Reader) NextContext(ctx context.Context) (LSN, []byte, error) {
+	for {
+		wake := r.l.tailChan() // before Next looks: no advance can be missed
+		lsn, rec, err := r.Next()
+		if err != io.EOF {
+			return lsn, rec, err
+		}
+		if err := r.l.poisoned(); err != nil {
+			return 0, nil, err
+		}
+		r.l.mu.Lock()
+		closed := r.l.closed
+		r.l.mu.Unlock()
+		if closed {
+			return 0, nil, ErrClosed
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return 0, nil, ctx.Err()
+		}
+	}
+}
+
+// tailChan returns a channel that is closed at the next advance of the
+// written or synced LSN, or at Close.
+func (l *Log) tailChan() <-chan struct{} {
+	l.tailMu.Lock()
+	defer l.tailMu.Unlock()
+	if l.tailCh == nil {
+		l.tailCh = make(chan struct{})
+		l.tailWaiting.Store(true)
+	}
+	return l.tailCh
+}
+
+// notifyTail wakes the Readers waiting in NextContext. It costs one atomic
+// load while none waits.
+func (l *Log) notifyTail() {
+	if !l.tailWaiting.Load() {
+		return
+	}
+	l.tailMu.Lock()
+	defer l.tailMu.Unlock()
+	if l.tailCh != nil {
+		close(l.tailCh)
+		l.tailCh = nil
+		l.tailWaiting.Store(false)
+	}
 }
 
 // Next returns the next record and its LSN. The record's bytes are valid
@@ -109,6 +225,18 @@ func (r *Reader) segmentEnd() (end, next LSN, err error) {
 func (r *Reader) Next() (LSN, []byte, error) {
 	if r.err != nil {
 		return 0, nil, r.err
+	}
+	// No TruncateAfter or RemoveBefore changes the files while Next reads
+	// them, and a cut is seen before any byte read after it.
+	r.l.rmu.RLock()
+	defer r.l.rmu.RUnlock()
+	if c := r.cut.Swap(noCut); c != noCut {
+		// A TruncateAfter cut the log: what the window holds may be gone.
+		r.win, r.wlsn = r.win[:0], r.first
+		if max(r.lsn, r.from) > LSN(c) {
+			r.err = fmt.Errorf("%w: at LSN %d, cut at LSN %d", ErrTruncated, max(r.lsn, r.from), c)
+			return 0, nil, r.err
+		}
 	}
 	for {
 		end, next, err := r.segmentEnd()
@@ -180,6 +308,9 @@ func (r *Reader) frameAt(lsn, end LSN) ([]byte, int64, error) {
 
 // Close releases the Reader's file.
 func (r *Reader) Close() error {
+	r.l.readersMu.Lock()
+	delete(r.l.readers, r)
+	r.l.readersMu.Unlock()
 	if r.f == nil {
 		return nil
 	}
@@ -226,10 +357,13 @@ func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 		if err := l.writeFirstLSN(first); err != nil {
 			return doomed[0], fmt.Errorf("wal: recording the new first LSN %d: %w", first, err)
 		}
+		l.rmu.Lock() // no ReadRecord is reading through a handle closed here
 		l.segsMu.Lock()
 		l.segFirsts, l.segSizes = l.segFirsts[k:], l.segSizes[k:]
 		l.publishSegmentsLocked()
 		l.segsMu.Unlock()
+		l.closeReadHandles(first, ^LSN(0))
+		l.rmu.Unlock()
 	}
 	// Out of the list now; a removal that fails is retried by the next
 	// call (or finished by the next Open).

@@ -101,6 +101,7 @@ func (l *Log) recover() error {
 		case name == lockName:
 		case name == firstLSNName:
 			hasFirst = true
+		case name == truncateName:
 		case strings.HasSuffix(name, tmpSuffix):
 			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
 				return fmt.Errorf("wal: open: removing leftover %s: %w", name, err)
@@ -119,6 +120,9 @@ func (l *Log) recover() error {
 	recorded := false // the log has a first-lsn file
 	if len(firsts) > 0 {
 		if firsts, recorded, err = l.checkFirst(firsts); err != nil {
+			return err
+		}
+		if firsts, err = l.finishTruncate(firsts); err != nil {
 			return err
 		}
 	}
@@ -307,7 +311,7 @@ func (l *Log) writeFirstLSN(first LSN) error {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return l.createFirstLSN(b)
+	return l.createFirstLSN(first)
 }
 
 // syncFirstLSN makes the first-lsn file's content durable, whatever the
@@ -324,32 +328,9 @@ func (l *Log) syncFirstLSN() error {
 	return f.Close()
 }
 
-// createFirstLSN writes the record b of a log's start as a new file.
-func (l *Log) createFirstLSN(b []byte) error {
-	tmp := filepath.Join(l.dir, firstLSNName+tmpSuffix)
-	// A leftover of a failed earlier call (Open removed any from a crash).
-	if err := l.fs.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	f, err := l.fs.Create(tmp, l.bufferedMethod())
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(b, 0); err != nil {
-		f.Close()
-		return err
-	}
-	if err := l.syncSegment(f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := l.fs.Rename(tmp, filepath.Join(l.dir, firstLSNName)); err != nil {
-		return err
-	}
-	return l.syncDir()
+// createFirstLSN writes the record of a log's start, first, as a new file.
+func (l *Log) createFirstLSN(first LSN) error {
+	return l.writeLSNFile(firstLSNName, first)
 }
 
 // checkFirst compares the segments found with the recorded start of the

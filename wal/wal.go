@@ -63,6 +63,24 @@ type Log struct {
 	segFirsts []LSN      // first LSNs of the installed segments, ascending
 	segSizes  []int64    // their file sizes in bytes, in the same order
 
+	// qbase maps LSNs to the group-commit queue's positions (LSN + qbase),
+	// which only go up: TruncateAfter lowers the LSNs and raises qbase by
+	// as much, so a stale watermark or waiter can never cover a new frame.
+	// Written under flushMu, l.mu and syncMu together; read under any one.
+	qbase   uint64
+	flushMu sync.Mutex // held by the flush leader while it flushes, and by TruncateAfter
+	truncMu sync.Mutex // serialises TruncateAfter calls
+
+	rmu         sync.RWMutex     // read-locked by ReadRecord's file reads; locked by RemoveBefore, TruncateAfter, Close
+	rfilesMu    sync.Mutex       // guards rfiles
+	rfiles      map[LSN]vfs.File // read-only segment handles of ReadRecord, by first LSN
+	tailMu      sync.Mutex       // guards tailCh
+	tailCh      chan struct{}    // closed when the written or synced LSN moves (or the log closes); nil while no Reader waits
+	tailWaiting atomic.Bool      // tailCh is not nil
+
+	readersMu sync.Mutex           // guards readers
+	readers   map[*Reader]struct{} // open Readers, told of truncations
+
 	appended, written, synced atomic.Uint64
 	lastSyncStart             atomic.Int64 // ns since opened
 	lastWrite                 atomic.Int64 // ns since opened
@@ -266,10 +284,10 @@ func (l *Log) AppendContext(ctx context.Context, rec []byte, opts ...AppendOptio
 		l.mu.Unlock()
 		return 0, err
 	}
-	end := l.next
+	end, qend := l.next, uint64(l.next)+l.qbase
 	w := l.commitWaitLocked(opts)
 	l.mu.Unlock()
-	return lsn, l.commit(ctx, end, w, start, 1)
+	return lsn, l.commit(ctx, end, qend, w, start, 1)
 }
 
 // AppendBatch appends recs in order as one commit: it waits once, for the
@@ -281,6 +299,23 @@ func (l *Log) AppendContext(ctx context.Context, rec []byte, opts ...AppendOptio
 // is already done when AppendBatch is called, nothing is appended and the
 // error matches both ErrNotAppended and ctx.Err().
 func (l *Log) AppendBatch(ctx context.Context, recs [][]byte, opts ...AppendOption) (LSN, error) {
+	return l.appendBatch(ctx, recs, nil, opts)
+}
+
+// AppendBatchLSNs is AppendBatch that also reports every record's LSN: it
+// stores the LSN of recs[i] in lsns[i], allocating nothing. lsns must have
+// at least len(recs) elements (AppendBatchLSNs panics otherwise, as for an
+// index out of range). On a *BatchError the first Appended elements are
+// filled; with any other error none is. It returns the first record's LSN,
+// and the errors of AppendBatch. Safe for concurrent use.
+func (l *Log) AppendBatchLSNs(ctx context.Context, recs [][]byte, lsns []LSN, opts ...AppendOption) (LSN, error) {
+	if len(lsns) < len(recs) {
+		panic(fmt.Sprintf("wal: AppendBatchLSNs: %d LSN slots for %d records", len(lsns), len(recs)))
+	}
+	return l.appendBatch(ctx, recs, lsns, opts)
+}
+
+func (l *Log) appendBatch(ctx context.Context, recs [][]byte, lsns []LSN, opts []AppendOption) (LSN, error) {
 	start := time.Since(l.opened)
 	if len(recs) == 0 {
 		return 0, ErrEmptyRecord
@@ -313,11 +348,14 @@ func (l *Log) AppendBatch(ctx context.Context, recs [][]byte, opts ...AppendOpti
 		if i == 0 {
 			first = lsn
 		}
+		if lsns != nil {
+			lsns[i] = lsn
+		}
 	}
-	end := l.next
+	end, qend := l.next, uint64(l.next)+l.qbase
 	w := l.commitWaitLocked(opts)
 	l.mu.Unlock()
-	return first, l.commit(ctx, end, w, start, len(recs))
+	return first, l.commit(ctx, end, qend, w, start, len(recs))
 }
 
 // commitWaitLocked asks the policy what the commit just reserved waits for,
@@ -347,22 +385,23 @@ func (l *Log) commitWaitLocked(opts []AppendOption) policy.Wait {
 	return w
 }
 
-// commit waits as w says for the frames ending at end. A commit that Close
+// commit waits as w says for the frames ending at end (qend in the queue's
+// positions). A commit that Close
 // overtook (the queue then fails with ErrClosed) returns nil if Close's final
 // flush covered it at the level it waits for: its record is durable (or
 // written), so it must not be reported as failed. It records the commit's
 // latency from start (when the call began, as time since l.opened) and
 // reports it to the Observer with the number of records appended.
-func (l *Log) commit(ctx context.Context, end LSN, w policy.Wait, start time.Duration, records int) error {
+func (l *Log) commit(ctx context.Context, end LSN, qend uint64, w policy.Wait, start time.Duration, records int) error {
 	var err error
 	switch w {
 	case policy.WaitWrite:
-		err = l.q.Wait(ctx, uint64(end), groupcommit.Written)
+		err = l.q.Wait(ctx, qend, groupcommit.Written)
 		if errors.Is(err, ErrClosed) && LSN(l.written.Load()) >= end {
 			err = nil
 		}
 	case policy.WaitSync:
-		err = l.q.Wait(ctx, uint64(end), groupcommit.Synced)
+		err = l.q.Wait(ctx, qend, groupcommit.Synced)
 		if errors.Is(err, ErrClosed) && LSN(l.synced.Load()) >= end {
 			err = nil
 		}
@@ -391,7 +430,7 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte) (LSN, error) {
 		// Log buffer full: write it before copying more (Innodb_log_waits).
 		if len(l.active.buf) > 0 && len(l.active.buf)+int(fsz) > l.opts.BufferSize {
 			l.stats.bufferFullWaits.Add(1)
-			target := uint64(l.next)
+			target := uint64(l.next) + l.qbase
 			l.mu.Unlock()
 			err := l.q.Wait(ctx, target, groupcommit.Written)
 			l.mu.Lock()
@@ -473,6 +512,7 @@ func (l *Log) poisoned() error {
 func (l *Log) poison(cause error) {
 	if l.poisonErr.CompareAndSwap(nil, &cause) {
 		l.stats.poisoned.Store(true)
+		l.notifyTail() // waiting Readers see ErrPoisoned
 		l.opts.Logger.Error("wal: poisoned: the log fails closed", "dir", l.dir, "err", cause)
 		if o := l.opts.Observer; o != nil {
 			o.ObservePoison(cause)
@@ -557,12 +597,12 @@ func (l *Log) Sync() error { return l.SyncContext(context.Background()) }
 func (l *Log) SyncContext(ctx context.Context) error {
 	l.mu.Lock()
 	err := l.usableLocked()
-	end := l.next
+	qend := uint64(l.next) + l.qbase
 	l.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	return l.q.Wait(ctx, uint64(end), groupcommit.Synced)
+	return l.q.Wait(ctx, qend, groupcommit.Synced)
 }
 
 // WaitDurable returns once the record at lsn is durable, forcing a sync if
@@ -572,6 +612,7 @@ func (l *Log) SyncContext(ctx context.Context) error {
 func (l *Log) WaitDurable(ctx context.Context, lsn LSN) error {
 	l.mu.Lock()
 	err := l.usableLocked()
+	qbase := l.qbase
 	l.mu.Unlock()
 	if err != nil {
 		return err
@@ -582,7 +623,7 @@ func (l *Log) WaitDurable(ctx context.Context, lsn LSN) error {
 	if LSN(l.appended.Load()) <= lsn {
 		return fmt.Errorf("%w: LSN %d not appended yet (appended %d)", ErrNotFound, lsn, l.appended.Load())
 	}
-	return l.q.Wait(ctx, uint64(lsn)+1, groupcommit.Synced)
+	return l.q.Wait(ctx, uint64(lsn)+1+qbase, groupcommit.Synced)
 }
 
 // AppendedLSN returns the end of the last appended frame: where the next
@@ -618,13 +659,15 @@ func (l *Log) Close() error {
 		return ErrClosed
 	}
 	l.closed = true
+	qend := uint64(l.next) + l.qbase
 	l.mu.Unlock()
 	close(l.stop)
-	l.q.Drain() // end any group delay at once: the final flush must not wait it out
+	l.notifyTail() // waiting Readers see ErrClosed
+	l.q.Drain()    // end any group delay at once: the final flush must not wait it out
 
 	err := l.poisoned()
 	if err == nil {
-		err = l.q.Wait(context.Background(), l.appended.Load(), groupcommit.Synced)
+		err = l.q.Wait(context.Background(), qend, groupcommit.Synced)
 	}
 	l.q.Fail(ErrClosed)
 	l.wg.Wait() // the flusher and any preparer have stopped
@@ -644,6 +687,9 @@ func (l *Log) Close() error {
 	if err == nil {
 		err = l.writeEnd()
 	}
+	l.rmu.Lock()
+	l.closeReadHandles(1, 0) // every one
+	l.rmu.Unlock()
 	if cerr := l.closeFiles(); err == nil && cerr != nil {
 		err = cerr
 	}

@@ -1,0 +1,207 @@
+package wal
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/durawal/durawal/groupcommit"
+	"github.com/durawal/durawal/wal/vfs"
+)
+
+// FrameSize returns the LSN space, in bytes, that a record of n payload
+// bytes takes: its frame's header plus the payload, padded to 8 bytes. A
+// record appended at LSN x ends at x+FrameSize(n), where the next record
+// of the same segment starts (a record that does not fit a segment's room
+// starts the next segment, at that LSN).
+func FrameSize(n int) int64 { return frameSize(n) }
+
+// FirstLSN returns the LSN of the oldest record kept: the first LSN of the
+// oldest segment, which RemoveBefore raises and TruncateAfter may set. It
+// is current at any time, unlike RecoveryInfo.FirstLSN, which says what
+// Open found. Safe for concurrent use; valid after Close (the last value).
+func (l *Log) FirstLSN() LSN {
+	l.segsMu.Lock()
+	defer l.segsMu.Unlock()
+	return l.segFirsts[0]
+}
+
+// ReadRecord returns the record whose frame is at lsn, copied into dst's
+// storage (grown if too small; dst may be nil), with O(1) I/O: it finds the
+// segment holding lsn, reads the frame header, then the payload, and checks
+// the frame's LSN-seeded checksum. Reading the record of n bytes costs two
+// reads, of 24 and n bytes, on a read-only handle per segment that the Log
+// opens on first use and keeps until the segment is removed or the Log
+// closed.
+//
+// A record not yet written to the OS is served too: from the log buffer if
+// it is still there (no I/O), and otherwise (its group is being written)
+// after waiting for that write to end. ReadRecord never waits for a sync:
+// it may return a record that a later failed sync loses (see
+// ErrDurabilityUnknown).
+//
+// ReadRecord is safe for concurrent use, with appends, with other reads,
+// and with RemoveBefore and TruncateAfter (which it waits for). Errors:
+// ErrNotFound if lsn is below FirstLSN, at or above the appended LSN, or
+// not a multiple of 8; a *CorruptionError (ErrCorrupt) if no valid frame is
+// at lsn (damage, or lsn is not where a record starts); ErrClosed; the
+// filesystem's error.
+func (l *Log) ReadRecord(lsn LSN, dst []byte) ([]byte, error) {
+	if lsn%frameAlign != 0 {
+		return nil, fmt.Errorf("%w: LSN %d is not a frame boundary (a multiple of %d)", ErrNotFound, lsn, frameAlign)
+	}
+	for {
+		rec, done, err := l.readBuffered(lsn, dst)
+		if done || err != nil {
+			return rec, err
+		}
+		l.rmu.RLock()
+		if LSN(l.written.Load()) <= lsn { // written again since: a truncation and new appends
+			l.rmu.RUnlock()
+			continue
+		}
+		rec, err = l.readFile(lsn, dst)
+		l.rmu.RUnlock()
+		return rec, err
+	}
+}
+
+// readBuffered serves lsn from the log buffer if it is there (done), waits
+// for the write of the group holding it if one is in flight, and checks
+// that lsn is in the log. done false with a nil error: read the file.
+func (l *Log) readBuffered(lsn LSN, dst []byte) (rec []byte, done bool, err error) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, true, ErrClosed
+	}
+	if lsn >= l.next {
+		next := l.next
+		l.mu.Unlock()
+		return nil, true, fmt.Errorf("%w: LSN %d is at or beyond the appended LSN %d", ErrNotFound, lsn, next)
+	}
+	if lsn < LSN(l.written.Load()) {
+		l.mu.Unlock()
+		return nil, false, nil
+	}
+	if b := l.active; lsn >= b.start {
+		p, _, _, st := decodeFrame(b.buf[lsn-b.start:], lsn, l.opts.MaxRecordSize)
+		if st != frameValid || p == nil {
+			l.mu.Unlock()
+			return nil, true, fmt.Errorf("%w: LSN %d is not the LSN of a record in the log buffer", ErrNotFound, lsn)
+		}
+		rec = append(dst[:0], p...)
+		l.mu.Unlock()
+		return rec, true, nil
+	}
+	// In the group a leader is writing now: wait for that write.
+	target := uint64(lsn) + 1 + l.qbase
+	l.mu.Unlock()
+	if err := l.q.Wait(context.Background(), target, groupcommit.Written); err != nil {
+		return nil, true, err
+	}
+	return nil, false, nil
+}
+
+// readFile reads the frame at lsn, below the written LSN, from its segment.
+// l.rmu is read-locked.
+func (l *Log) readFile(lsn LSN, dst []byte) ([]byte, error) {
+	l.segsMu.Lock()
+	i := sort.Search(len(l.segFirsts), func(i int) bool { return l.segFirsts[i] > lsn }) - 1
+	if i < 0 {
+		first := l.segFirsts[0]
+		l.segsMu.Unlock()
+		return nil, fmt.Errorf("%w: LSN %d is below the first LSN %d", ErrNotFound, lsn, first)
+	}
+	first := l.segFirsts[i]
+	limit := LSN(l.written.Load()) // where the frames readable in this segment end
+	if i+1 < len(l.segFirsts) {
+		limit = l.segFirsts[i+1]
+	}
+	l.segsMu.Unlock()
+	f, err := l.readHandle(first)
+	if err != nil {
+		return nil, err
+	}
+	off := segmentHeaderSize + int64(lsn-first)
+	// The header is read into dst's storage (a local array would escape
+	// through the File interface and cost an allocation per read).
+	dst = slices.Grow(dst[:0], frameHeaderSize)[:frameHeaderSize]
+	if err := readFull(f, dst, off, first); err != nil {
+		return nil, err
+	}
+	hdr := [frameHeaderSize]byte(dst)
+	n := binary.LittleEndian.Uint32(hdr[8:12])
+	bad := func(reason string) error {
+		return &CorruptionError{Segment: segmentName(first), Offset: off,
+			Reason: fmt.Sprintf("%s at LSN %d (damage, or not the LSN of a record)", reason, lsn)}
+	}
+	if n == 0 || binary.LittleEndian.Uint32(hdr[12:16]) != 0 || int64(n) > maxRecordFor(MaxSegmentSize) ||
+		int64(lsn)+frameSize(int(n)) > int64(limit) {
+		return nil, bad("no record frame")
+	}
+	dst = slices.Grow(dst[:0], int(n))[:n]
+	if err := readFull(f, dst, off+frameHeaderSize, first); err != nil {
+		return nil, err
+	}
+	var d xxhash.Digest
+	d.ResetWithSeed(uint64(lsn))
+	d.Write(hdr[8:])
+	d.Write(dst)
+	if d.Sum64() != binary.LittleEndian.Uint64(hdr[0:8]) {
+		return nil, bad("checksum mismatch")
+	}
+	return dst, nil
+}
+
+// readFull reads len(p) bytes at off from f, the segment starting at first.
+func readFull(f vfs.File, p []byte, off int64, first LSN) error {
+	n, err := f.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("wal: reading %s at offset %d: read %d of %d bytes: %w", segmentName(first), off, n, len(p), err)
+}
+
+// readHandle returns the read-only handle of the segment starting at first,
+// opening it on first use. l.rmu is read-locked; a handle opened here is
+// kept only if the segment is still in the log (a RemoveBefore racing with
+// the open then closes it).
+func (l *Log) readHandle(first LSN) (vfs.File, error) {
+	l.rfilesMu.Lock()
+	defer l.rfilesMu.Unlock()
+	if f := l.rfiles[first]; f != nil {
+		return f, nil
+	}
+	f, err := l.fs.Open(filepath.Join(l.dir, segmentName(first)))
+	if err != nil {
+		return nil, fmt.Errorf("wal: reading: %w", err)
+	}
+	if l.rfiles == nil {
+		l.rfiles = make(map[LSN]vfs.File)
+	}
+	l.rfiles[first] = f
+	return f, nil
+}
+
+// closeReadHandles closes the read-only handles of segments that are no
+// longer in the log: those whose first LSN is below keepFrom or above
+// keepTo (Close passes an empty range: keepFrom > keepTo).
+func (l *Log) closeReadHandles(keepFrom, keepTo LSN) {
+	l.rfilesMu.Lock()
+	defer l.rfilesMu.Unlock()
+	for first, f := range l.rfiles {
+		if first < keepFrom || first > keepTo {
+			f.Close()
+			delete(l.rfiles, first)
+		}
+	}
+}

@@ -1,0 +1,357 @@
+package wal
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"path/filepath"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/durawal/durawal/groupcommit"
+	"github.com/durawal/durawal/wal/vfs"
+)
+
+// truncateName is the file recording a TruncateAfter in progress: the LSN
+// of the cut. It exists only between the moment the cut is decided and the
+// moment the log's files reflect it; Open finishes a truncation it finds.
+const truncateName = "truncate-lsn"
+
+// TruncateAfter drops every record at or after lsn, which must be the LSN
+// of a record or the appended LSN (then nothing is dropped): the log then
+// ends at lsn, and the next append gets LSN lsn. TruncateAfter(FirstLSN())
+// empties the log (Raft restoring a snapshot onto an empty log); it keeps
+// the LSN space where it is.
+//
+// It first makes every appended record durable, then records the cut in the
+// file "truncate-lsn" (synced, renamed, directory synced), zeroes and syncs
+// the dropped frames of the segment holding lsn (the link frame to a later
+// segment included), removes the later segments (directory synced) and
+// removes the record. After it returns nil no crash brings a dropped record
+// back, and a crash at any step before leaves either the old log or the cut
+// one: Open finishes a cut it finds recorded. New frames carry lsn as their
+// watermark, so none vouches for a dropped byte; the group-commit queue's
+// positions keep growing (commits of dropped records already waited return,
+// none can be covered by a frame written after the cut).
+//
+// Appends, syncs and ReadRecord wait while it runs; it is safe for
+// concurrent use. A Reader positioned past lsn returns ErrTruncated from
+// then on; one at or before it reads the records appended after the cut.
+// Commits of dropped records that had returned nil stay reported as
+// committed: dropping them is the caller's decision.
+//
+// Errors: ErrNotFound if lsn is below FirstLSN or beyond the appended LSN,
+// a *CorruptionError if no record starts at lsn, ErrClosed, ErrPoisoned,
+// or the filesystem's error. A failure once the cut was being recorded
+// poisons the log (ErrPoisoned): reopen it, and Open either finds the old
+// log (the record never became durable) or finishes the cut.
+func (l *Log) TruncateAfter(lsn LSN) error {
+	l.truncMu.Lock()
+	defer l.truncMu.Unlock()
+	l.removeMu.Lock() // RemoveBefore relies on the front of the segment list staying put
+	defer l.removeMu.Unlock()
+	// Make everything appended written and durable, then hold appends,
+	// flushes and reads off: the log buffer is empty and nothing is in
+	// flight.
+	for {
+		l.mu.Lock()
+		if err := l.usableLocked(); err != nil {
+			l.mu.Unlock()
+			return err
+		}
+		qend := uint64(l.next) + l.qbase
+		l.mu.Unlock()
+		if err := l.q.Wait(context.Background(), qend, groupcommit.Synced); err != nil {
+			return err
+		}
+		l.rmu.Lock()
+		l.flushMu.Lock()
+		l.mu.Lock()
+		if err := l.usableLocked(); err != nil {
+			l.mu.Unlock()
+			l.flushMu.Unlock()
+			l.rmu.Unlock()
+			return err
+		}
+		if len(l.active.buf) == 0 && LSN(l.synced.Load()) == l.next {
+			break
+		}
+		l.mu.Unlock() // appends came in between: flush them too
+		l.flushMu.Unlock()
+		l.rmu.Unlock()
+	}
+	defer l.rmu.Unlock()
+	defer l.flushMu.Unlock()
+	defer l.mu.Unlock()
+
+	l.segsMu.Lock()
+	first := l.segFirsts[0]
+	l.segsMu.Unlock()
+	if lsn < first || lsn > l.next {
+		return fmt.Errorf("%w: cannot truncate at LSN %d: the log holds LSNs %d to %d", ErrNotFound, lsn, first, l.next)
+	}
+	if lsn == l.next {
+		return nil
+	}
+	if _, err := l.readFile(lsn, nil); err != nil { // lsn must start a record
+		return fmt.Errorf("wal: truncating at LSN %d: %w", lsn, err)
+	}
+
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.segsMu.Lock()
+	defer l.segsMu.Unlock()
+	err := l.cutLocked(lsn)
+	if err != nil {
+		l.poison(err)
+		return fmt.Errorf("%w: truncating at LSN %d: %w", ErrPoisoned, lsn, err)
+	}
+	return nil
+}
+
+// cutLocked carries out TruncateAfter's steps at lsn, a record's LSN, with
+// every lock held and everything appended durable.
+func (l *Log) cutLocked(lsn LSN) error {
+	k := len(l.segFirsts) - 1
+	for l.segFirsts[k] > lsn {
+		k--
+	}
+	keep := l.segFirsts[k]
+	oldNext := l.next
+	zeroEnd := oldNext
+	if k+1 < len(l.segFirsts) {
+		zeroEnd = l.segFirsts[k+1]
+	}
+	zeroEnd += endFrameSize // the end or link frame after the last frame
+
+	if err := l.writeLSNFile(truncateName, lsn); err != nil {
+		return fmt.Errorf("recording the cut: %w", err)
+	}
+	path := filepath.Join(l.dir, segmentName(keep))
+	hdr := make([]byte, segmentHeaderSize)
+	rf, err := l.readHandle(keep)
+	if err == nil {
+		err = readFull(rf, hdr, 0, keep)
+	}
+	if err != nil {
+		return err
+	}
+	s := &segment{first: keep, version: binary.LittleEndian.Uint32(hdr[8:12]),
+		size: int64(binary.LittleEndian.Uint32(hdr[12:16])) * frameAlign, path: path}
+	if s.size == 0 { // a header written before sizes were recorded
+		if s.size, err = rf.Size(); err != nil {
+			return err
+		}
+	}
+	if err := l.zeroRange(s, lsn, min(s.offset(zeroEnd), s.size)); err != nil {
+		return fmt.Errorf("zeroing the dropped frames of %s: %w", segmentName(keep), err)
+	}
+	for _, f := range l.segFirsts[k+1:] {
+		if err := l.fs.Remove(filepath.Join(l.dir, segmentName(f))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing %s: %w", segmentName(f), err)
+		}
+	}
+	if k+1 < len(l.segFirsts) {
+		if err := l.syncDir(); err != nil {
+			return err
+		}
+	}
+	if err := l.fs.Remove(filepath.Join(l.dir, truncateName)); err != nil {
+		return fmt.Errorf("removing %s: %w", truncateName, err)
+	}
+	if err := l.syncDir(); err != nil {
+		return err
+	}
+
+	// The files are cut: make the Log say so.
+	if k+1 < len(l.segFirsts) {
+		old := l.writeSeg
+		f, err := l.openFile(path, l.fs.OpenReadWrite)
+		if err != nil {
+			return fmt.Errorf("reopening %s for writing: %w", path, err)
+		}
+		s.f = f
+		if old.f != nil {
+			old.f.Close() // removed: nothing in it is needed any more
+			old.f = nil
+		}
+		l.writeSeg, l.appendSeg = s, s
+	}
+	ws := l.writeSeg
+	ws.limit = ws.size
+	if l.method.Direct() {
+		ws.limit = alignDown(ws.size, l.dio.align)
+		endOff := ws.offset(lsn)
+		blk := alignDown(endOff, l.dio.align)
+		tail := make([]byte, endOff-blk)
+		if err := readFull(rf, tail, blk, keep); err != nil {
+			return err
+		}
+		l.dio.setTail(blk, tail)
+	}
+	l.segFirsts = l.segFirsts[:k+1]
+	l.closeReadHandles(l.segFirsts[0], keep)
+	l.next = lsn
+	l.active.reset(lsn)
+	l.qbase += uint64(oldNext - lsn)
+	l.appended.Store(uint64(lsn))
+	l.written.Store(uint64(lsn))
+	l.synced.Store(uint64(lsn))
+	l.groupsSinceSync.Store(0)
+	l.readersMu.Lock()
+	for r := range l.readers {
+		for c := r.cut.Load(); uint64(lsn) < c && !r.cut.CompareAndSwap(c, uint64(lsn)); c = r.cut.Load() {
+		}
+	}
+	l.readersMu.Unlock()
+	l.opts.Logger.Info("wal: truncated", "dir", l.dir, "lsn", lsn, "dropped_bytes", oldNext-lsn)
+	return nil
+}
+
+// zeroRange overwrites the bytes of segment s from the frame at lsn up to
+// file offset stop with zeros, through a buffered handle, and makes them
+// durable.
+func (l *Log) zeroRange(s *segment, lsn LSN, stop int64) error {
+	off := s.offset(lsn)
+	if off >= stop {
+		return nil
+	}
+	f, err := l.fs.OpenReadWrite(s.path, l.bufferedMethod())
+	if err != nil {
+		return err
+	}
+	zeros := make([]byte, min(1<<20, stop-off))
+	for off < stop {
+		clear(zeros) // the FS may scramble written buffers
+		n := min(int64(len(zeros)), stop-off)
+		if _, err := f.WriteAt(zeros[:n], off); err != nil {
+			f.Close()
+			return err
+		}
+		off += n
+	}
+	if err := l.syncSegment(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// writeLSNFile makes name (first-lsn, truncate-lsn) record lsn: written
+// under a temporary name, synced, renamed over the old file and the
+// directory synced.
+func (l *Log) writeLSNFile(name string, lsn LSN) error {
+	tmp := filepath.Join(l.dir, name+tmpSuffix)
+	// A leftover of a failed earlier call (Open removed any from a crash).
+	if err := l.fs.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f, err := l.fs.Create(tmp, l.bufferedMethod())
+	if err != nil {
+		return err
+	}
+	b := make([]byte, 16)
+	binary.LittleEndian.PutUint64(b[0:8], uint64(lsn))
+	binary.LittleEndian.PutUint64(b[8:16], xxhash.Sum64(b[0:8]))
+	if _, err := f.WriteAt(b, 0); err != nil {
+		f.Close()
+		return err
+	}
+	if err := l.syncSegment(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := l.fs.Rename(tmp, filepath.Join(l.dir, name)); err != nil {
+		return err
+	}
+	return l.syncDir()
+}
+
+// readLSNFile reads the LSN recorded in name; ok is false if there is no
+// such file. A damaged record is a *CorruptionError.
+func (l *Log) readLSNFile(name string) (lsn LSN, ok bool, err error) {
+	f, err := l.fs.Open(filepath.Join(l.dir, name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("wal: open: %w", err)
+	}
+	b := make([]byte, 16)
+	n, rerr := f.ReadAt(b, 0)
+	f.Close()
+	if n < len(b) || xxhash.Sum64(b[0:8]) != binary.LittleEndian.Uint64(b[8:16]) {
+		return 0, false, &CorruptionError{Segment: name, Offset: int64(n),
+			Reason: fmt.Sprintf("the recorded LSN is damaged (%d bytes read, %v)", n, rerr)}
+	}
+	return LSN(binary.LittleEndian.Uint64(b[0:8])), true, nil
+}
+
+// finishTruncate completes, at Open, a TruncateAfter a crash interrupted:
+// it removes the segments after the cut, zeroes the segment holding it from
+// the cut on, syncs both, and removes the record. It returns the segments
+// kept.
+func (l *Log) finishTruncate(firsts []LSN) ([]LSN, error) {
+	cut, ok, err := l.readLSNFile(truncateName)
+	if err != nil || !ok {
+		return firsts, err
+	}
+	k := len(firsts) - 1
+	for k >= 0 && firsts[k] > cut {
+		k--
+	}
+	if k < 0 {
+		return nil, &CorruptionError{Segment: truncateName, Offset: 0,
+			Reason: fmt.Sprintf("a truncation at LSN %d was recorded, but the oldest segment starts at LSN %d", cut, firsts[0])}
+	}
+	for _, f := range firsts[k+1:] {
+		if err := l.fs.Remove(filepath.Join(l.dir, segmentName(f))); err != nil {
+			return nil, fmt.Errorf("wal: open: finishing an interrupted TruncateAfter: %w", err)
+		}
+	}
+	firsts = firsts[:k+1]
+	if err := l.syncDir(); err != nil {
+		return nil, fmt.Errorf("wal: open: %w", err)
+	}
+	path := filepath.Join(l.dir, segmentName(firsts[k]))
+	buf, err := l.readSegment(path, nil)
+	if err != nil {
+		return nil, err
+	}
+	s := &segment{first: firsts[k], size: int64(len(buf)), path: path}
+	if off := s.offset(cut); off < int64(len(buf)) {
+		if last := lastNonZeroFrom(buf, off); last >= 0 {
+			f, err := l.fs.OpenReadWrite(path, vfs.Fdatasync)
+			if err != nil {
+				return nil, fmt.Errorf("wal: open: %w", err)
+			}
+			z := make([]byte, last+1-off)
+			_, err = f.WriteAt(z, off)
+			if err == nil {
+				err = l.syncFile(f) // a real sync, as for a torn tail
+			}
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return nil, fmt.Errorf("wal: open: finishing an interrupted TruncateAfter in %s: %w", path, err)
+			}
+		}
+	}
+	if err := l.fs.Remove(filepath.Join(l.dir, truncateName)); err != nil {
+		return nil, fmt.Errorf("wal: open: %w", err)
+	}
+	if err := l.syncDir(); err != nil {
+		return nil, fmt.Errorf("wal: open: %w", err)
+	}
+	l.opts.Logger.Warn("wal: finished an interrupted truncation", "dir", l.dir, "lsn", cut)
+	return firsts, nil
+}
+
+// noCut is a Reader's cut while no TruncateAfter has cut below it.
+const noCut = math.MaxUint64
