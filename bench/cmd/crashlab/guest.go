@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/durawal/durawal/wal"
+	"github.com/durawal/durawal/wal/vfs"
 )
 
 // shm is the guest's mapping of the ivshmem BAR; every store is atomic so the
@@ -108,7 +109,23 @@ func guestWork(m shm, args map[string]string) error {
 		return fmt.Errorf("unknown policy %q", args["policy"])
 	}
 	delay, _ := strconv.Atoi(args["delayms"])
-	l, err := wal.Open(walDir, wal.Options{Policy: p.Build(), SegmentSize: 4 << 20})
+	method := vfs.Fdatasync
+	if s := args["method"]; s != "" {
+		m, err := vfs.ParseSyncMethod(s)
+		if err != nil {
+			return err
+		}
+		method = m
+	}
+	seg := int64(defaultSegSize)
+	if s := args["segsize"]; s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("cl.segsize: %w", err)
+		}
+		seg = n
+	}
+	l, err := wal.Open(walDir, wal.Options{Policy: p.Build(), SegmentSize: seg, SyncMethod: method})
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}

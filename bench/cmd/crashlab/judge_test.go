@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/durawal/durawal/wal/vfs"
 )
 
 // synth builds a trial: goroutines 0 and 1 each acked n commits, interleaved
@@ -150,5 +152,22 @@ func TestFindPolicyAndPromise(t *testing.T) {
 	}
 	if _, ok := findPolicy("innodb=3"); ok {
 		t.Error("innodb=3 was accepted")
+	}
+}
+
+func TestVariantNamesAndGuestName(t *testing.T) {
+	p, _ := findPolicy("SyncEveryN")
+	v := variant(p, vfs.ODirectODsync, 64<<10)
+	if want := "SyncEveryN(4) + O_DIRECT|O_DSYNC + 64 KiB segments"; v.Name != want {
+		t.Errorf("name %q, want %q", v.Name, want)
+	}
+	if g := guestName(v); g != "SyncEveryN" {
+		t.Errorf("guest name %q: the guest must build the policy alone", g)
+	}
+	if d := variant(p, vfs.Fdatasync, defaultSegSize); d.Name != p.Name {
+		t.Errorf("the default variant is named %q, want %q", d.Name, p.Name)
+	}
+	if safeName(v.Name) == safeName(p.Name) {
+		t.Error("a variant's trial directory collides with the plain policy's")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/durawal/durawal/policy"
+	"github.com/durawal/durawal/wal/vfs"
 )
 
 // Shared memory (the ivshmem file), all little-endian uint64 words:
@@ -76,9 +77,29 @@ func checkPayload(b []byte) (gid, seq uint64, ok bool) {
 // labPolicy names a policy the lab runs, how the guest builds it, and the
 // promise (README's "lost on power loss" column, the bound for an OS crash).
 type labPolicy struct {
-	Name    string
+	Name    string // as the table shows it: the policy, then any variant
+	Base    string // the policy's name as given (a lab name or a policy.Parse spec)
 	Build   func() policy.Policy
 	Promise func(slack time.Duration) Promise
+	Method  vfs.SyncMethod // the log's sync method (fdatasync unless a variant)
+	SegSize int64          // the log's segment size in bytes
+}
+
+// defaultSegSize is the guest log's segment size unless -segment-size says
+// otherwise: small enough that a trial's commits cross several rolls.
+const defaultSegSize = 4 << 20
+
+// variant returns p run with sync method m and segment size seg, named so
+// in the table.
+func variant(p labPolicy, m vfs.SyncMethod, seg int64) labPolicy {
+	p.Method, p.SegSize = m, seg
+	if m != vfs.Fdatasync {
+		p.Name += " + " + m.String()
+	}
+	if seg != defaultSegSize {
+		p.Name += fmt.Sprintf(" + %d KiB segments", seg>>10)
+	}
+	return p
 }
 
 const (
@@ -100,7 +121,8 @@ var labPolicies = []labPolicy{
 }
 
 func named(name string, p policy.Policy) labPolicy {
-	return labPolicy{Name: name, Build: func() policy.Policy { return p }, Promise: func(s time.Duration) Promise { return promiseOf(p, s) }}
+	return labPolicy{Name: name, Base: name, Build: func() policy.Policy { return p },
+		Promise: func(s time.Duration) Promise { return promiseOf(p, s) }, SegSize: defaultSegSize}
 }
 
 // promiseOf is what p promises to lose in an OS crash (the README's "lost
@@ -144,11 +166,11 @@ func findPolicy(name string) (labPolicy, bool) {
 // (no spaces): the short name of a lab policy, else the spec itself.
 func guestName(p labPolicy) string {
 	for _, q := range labPolicies {
-		if q.Name == p.Name {
-			return shortName(p.Name)
+		if q.Name == p.Base {
+			return shortName(p.Base)
 		}
 	}
-	return strings.ReplaceAll(p.Name, " ", "")
+	return strings.ReplaceAll(p.Base, " ", "")
 }
 
 // shortName is the name without its parameters ("SyncEveryN(4)" → "SyncEveryN").
@@ -169,5 +191,5 @@ func safeName(name string) string {
 			return r
 		}
 		return '_'
-	}, shortName(name))
+	}, name)
 }

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/durawal/durawal/internal/measure"
+	"github.com/durawal/durawal/wal/vfs"
 )
 
 func main() {
@@ -79,6 +80,9 @@ func hostMain(argv []string, out *os.File) int {
 	fs.DurationVar(&c.maxDelay, "max-delay", 4*time.Second, "longest time commits run before the crash")
 	fs.DurationVar(&c.timeout, "boot-timeout", 2*time.Minute, "kill a guest that runs longer (the trial is then run again, up to twice: a hung emulated guest is the lab's failure, not the log's)")
 	fs.StringVar(&c.accel, "accel", "tcg", "tcg, kvm, or auto (kvm if a probe guest boots under it, else tcg)")
+	var methods string
+	fs.StringVar(&methods, "sync-methods", "fdatasync", "comma-separated sync methods to run each policy under (fdatasync, fsync, O_DSYNC, O_DIRECT, O_DIRECT|O_DSYNC), or all")
+	segSize := fs.Int64("segment-size", defaultSegSize, "the guest log's segment size in bytes (small sizes make the crash fall during rolls)")
 	if err := fs.Parse(argv); err != nil {
 		return 2
 	}
@@ -94,6 +98,30 @@ func hostMain(argv []string, out *os.File) int {
 			c.policies = append(c.policies, p)
 		}
 	}
+	var ms []vfs.SyncMethod
+	if methods == "all" {
+		ms = vfs.SyncMethods()
+	} else {
+		for _, n := range strings.Split(methods, ",") {
+			m, err := vfs.ParseSyncMethod(n)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "crashlab: %v\n", err)
+				return 2
+			}
+			ms = append(ms, m)
+		}
+	}
+	if *segSize < 4<<10 || *segSize%(4<<10) != 0 {
+		fmt.Fprintf(os.Stderr, "crashlab: -segment-size %d: want a multiple of 4096 bytes\n", *segSize)
+		return 2
+	}
+	var runs []labPolicy
+	for _, p := range c.policies {
+		for _, m := range ms {
+			runs = append(runs, variant(p, m, *segSize))
+		}
+	}
+	c.policies = runs
 	if missing := missingTools(); len(missing) > 0 {
 		fmt.Fprintf(os.Stderr, "crashlab: missing tools: %s\ninstall them with:\n  apt-get update && apt-get install -y qemu-system-x86 busybox-static e2fsprogs cpio\n", strings.Join(missing, ", "))
 		return 2
@@ -543,7 +571,7 @@ func (l *lab) trial(p labPolicy, i int) TrialReport {
 	if r.Lull {
 		lull = 1
 	}
-	t1, err := l.boot(l.accel, img, shmPath, fmt.Sprintf("cl.mode=work cl.policy=%s cl.delayms=%d cl.lull=%d", guestName(p), r.DelayMs, lull), filepath.Join(dir, "console-crash.log"), l.c.timeout)
+	t1, err := l.boot(l.accel, img, shmPath, fmt.Sprintf("cl.mode=work cl.policy=%s cl.delayms=%d cl.lull=%d cl.method=%s cl.segsize=%d", guestName(p), r.DelayMs, lull, strings.ReplaceAll(p.Method.String(), "|", "+"), p.SegSize), filepath.Join(dir, "console-crash.log"), l.c.timeout)
 	if err != nil {
 		return r.hung("crash boot", err, fail)
 	}
