@@ -113,7 +113,7 @@
 //	offset  size  field
 //	0       8     checksum: xxhash64 seeded with the frame's LSN, over bytes 8..24+length
 //	8       4     length of the payload in bytes, 1..MaxRecordSize (0: end frame)
-//	12      4     flags (0; 1 for an end frame)
+//	12      4     flags (0 a record; 1 an end frame; 2 a link frame)
 //	16      8     watermark: the synced LSN when the frame was appended
 //	24      n     payload, then zeros up to the next multiple of 8
 //
@@ -144,7 +144,7 @@
 //
 // # Errors
 //
-// Errors match the sentinels in errors.go with errors.Is: [ErrClosed],
+// Errors match these sentinels with errors.Is: [ErrClosed],
 // [ErrEmptyRecord], [ErrRecordTooLarge], [ErrCorrupt] (a *CorruptionError),
 // [ErrUnsupportedVersion] for a segment of another format version (not
 // damage: it does not match ErrCorrupt),

@@ -188,7 +188,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	size := fs.Int("size", 100, "record size in `bytes`")
 	segment := fs.Int64("segment", 0, "segment size in `bytes` (default: wal.DefaultSegmentSize, 4 MiB with -quick)")
 	jsonPath := fs.String("json", "", "write every raw figure as JSON to `file`")
-	plotDir := fs.String("plot", "", "write SVG charts into `directory`")
+	plotDir := fs.String("plot", "", "write SVG and PNG charts into `directory`")
 	methodList := fs.String("method", "", "comma-separated sync `methods` run at every level of levels and tail, after the fdatasync rows: "+
 		"fdatasync, fsync, O_DSYNC, O_DIRECT, O_DIRECT|O_DSYNC (default: the article's =2 + O_DIRECT and =0 + O_DIRECT rows)")
 	var err error
