@@ -46,7 +46,7 @@ func TestCommitOvertakenByCloseIsNilWhenDurable(t *testing.T) {
 // half under the append lock; only a frame larger than BufferSize grows one.
 func TestLogBufferPreallocated(t *testing.T) {
 	const bufSize = 1 << 20
-	l, err := Open("/log", Options{FS: vfs.NewMem(), SegmentSize: 64 << 20, BufferSize: bufSize,
+	l, err := Open("/log", Options{FS: vfs.NewMem(), SegmentSize: 1 << 20, BufferSize: bufSize,
 		Policy: policy.SyncNever()})
 	if err != nil {
 		t.Fatal(err)

@@ -137,7 +137,7 @@ func TestObserverPoison(t *testing.T) {
 		}
 		return nil
 	}))
-	l, err := wal.Open(faultDir, wal.Options{FS: fsys, Observer: c.observer()})
+	l, err := wal.Open(faultDir, wal.Options{FS: fsys, Observer: c.observer(), SegmentSize: 64 << 10})
 	require.NoError(t, err)
 	_, err = l.Append([]byte("ok"))
 	require.NoError(t, err)
@@ -289,7 +289,7 @@ func TestSlowSyncWarning(t *testing.T) {
 				}))
 				var logBuf bytes.Buffer
 				logger := slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelWarn}))
-				l, err := wal.Open(faultDir, wal.Options{FS: fsys, Logger: logger, SlowSyncThreshold: tc.threshold})
+				l, err := wal.Open(faultDir, wal.Options{FS: fsys, Logger: logger, SlowSyncThreshold: tc.threshold, SegmentSize: 64 << 10})
 				require.NoError(t, err)
 				_, err = l.Append([]byte("fast"))
 				require.NoError(t, err)
