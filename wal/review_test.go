@@ -313,7 +313,7 @@ func TestMissingFirstLSNAndOldestSegment(t *testing.T) {
 // stuck until the operator frees space elsewhere.
 //
 // Sequence: 4 KiB segments, 60 records (several segments); the disk fills
-// (every write to a new file fails with ENOSPC; writes into existing,
+// (no file can be created: ENOSPC; writes into existing,
 // preallocated segments still work); Append returns ErrNoSpace;
 // RemoveBefore(an LSN in the last segment). Expected: old segments removed,
 // space freed. Happens: RemoveBefore fails with ENOSPC and removes nothing.
@@ -321,8 +321,11 @@ func TestRemoveBeforeOnFullDisk(t *testing.T) {
 	mem := vfs.NewMem()
 	var full atomic.Bool
 	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if full.Load() && op.Kind == vfs.OpWrite && strings.HasSuffix(op.Path, ".tmp") {
-			return &vfs.ShortOp{Keep: 0, Err: syscall.ENOSPC}
+		// A full disk: no new file can be made, and no file created since
+		// can grow. Writes into blocks that exist (a segment prepared
+		// before, first-lsn) still work.
+		if full.Load() && op.Kind == vfs.OpCreate {
+			return syscall.ENOSPC
 		}
 		return nil
 	})
