@@ -398,6 +398,19 @@ func checkFailedLog(t *testing.T, l *wal.Log, err error) {
 	require.False(t, l.Stats().Poisoned, "error %v does not say poisoned", err)
 }
 
+// failNth returns an injector that fails the n-th filesystem operation
+// with vfs.ErrInjected, and whether it has.
+func failNth(n int64) (vfs.Injector, *atomic.Bool) {
+	fired := new(atomic.Bool)
+	return vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Index == n {
+			fired.Store(true)
+			return vfs.ErrInjected
+		}
+		return nil
+	}), fired
+}
+
 // TestCrashAfterEveryOp fails the n-th filesystem operation of the workload
 // for n = 1, 2, … until the workload completes without reaching n, and
 // checks after each failure, on a power-loss image keeping only synced
@@ -410,14 +423,7 @@ func TestCrashAfterEveryOp(t *testing.T) {
 			var n int64
 			for n = 1; ; n++ {
 				mem := vfs.NewMem()
-				var fired atomic.Bool
-				inj := vfs.InjectorFunc(func(op vfs.Op) error {
-					if op.Index == n {
-						fired.Store(true)
-						return vfs.ErrInjected
-					}
-					return nil
-				})
+				inj, fired := failNth(n)
 				h := &history{}
 				done := workload(t, vfs.Inject(mem, inj), opts, h)
 				what := fmt.Sprintf("%s, op %d failed", pol, n)

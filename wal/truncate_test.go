@@ -437,14 +437,7 @@ func TestTruncateAfterEveryOp(t *testing.T) {
 	var n int64
 	for n = 1; ; n++ {
 		mem := vfs.NewMem()
-		var fired atomic.Bool
-		inj := vfs.InjectorFunc(func(op vfs.Op) error {
-			if op.Index == n {
-				fired.Store(true)
-				return vfs.ErrInjected
-			}
-			return nil
-		})
+		inj, fired := failNth(n)
 		s := &truncState{pending: -1}
 		done := truncWorkload(t, vfs.Inject(mem, inj), opts, s)
 		what := fmt.Sprintf("op %d failed", n)
