@@ -172,20 +172,27 @@ func requireSameLogs(t *testing.T, nodes []*node) {
 // an old term past the leader's last index, and restarted has them
 // truncated (a suffix DeleteRange) and catches up; a follower restarted
 // from its directory rebuilds its index map and catches up.
+// startNodes starts n nodes n0, n1, … on 127.0.0.1 with their logs under
+// root, and returns them with their raft.Server entries.
+func startNodes(t *testing.T, root string, n int) ([]*node, []raft.Server) {
+	t.Helper()
+	nodes := make([]*node, n)
+	var servers []raft.Server
+	for i := range nodes {
+		nd := &node{id: raft.ServerID(fmt.Sprintf("n%d", i)), dir: filepath.Join(root, fmt.Sprint(i)),
+			stable: raft.NewInmemStore(), snaps: raft.NewInmemSnapshotStore()}
+		nd.start(t, "127.0.0.1:0")
+		nodes[i] = nd
+		servers = append(servers, raft.Server{ID: nd.id, Address: nd.addr})
+	}
+	return nodes, servers
+}
+
 func TestCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a three-node cluster on TCP")
 	}
-	root := t.TempDir()
-	nodes := make([]*node, 3)
-	var servers []raft.Server
-	for i := range nodes {
-		n := &node{id: raft.ServerID(fmt.Sprintf("n%d", i)), dir: filepath.Join(root, fmt.Sprint(i)),
-			stable: raft.NewInmemStore(), snaps: raft.NewInmemSnapshotStore()}
-		n.start(t, "127.0.0.1:0")
-		nodes[i] = n
-		servers = append(servers, raft.Server{ID: n.id, Address: n.addr})
-	}
+	nodes, servers := startNodes(t, t.TempDir(), 3)
 	defer func() {
 		for _, n := range nodes {
 			if n.raft != nil {

@@ -183,15 +183,8 @@ func TestKillNode(t *testing.T) {
 	childAddr := string(probe.LocalAddr())
 	probe.Close()
 
-	nodes := make([]*node, 2)
-	servers := []raft.Server{{ID: "child", Address: raft.ServerAddress(childAddr)}}
-	for i := range nodes {
-		n := &node{id: raft.ServerID(fmt.Sprintf("n%d", i)), dir: filepath.Join(root, fmt.Sprint(i)),
-			stable: raft.NewInmemStore(), snaps: raft.NewInmemSnapshotStore()}
-		n.start(t, "127.0.0.1:0")
-		nodes[i] = n
-		servers = append(servers, raft.Server{ID: n.id, Address: n.addr})
-	}
+	nodes, servers := startNodes(t, root, 2)
+	servers = append([]raft.Server{{ID: "child", Address: raft.ServerAddress(childAddr)}}, servers...)
 	defer func() {
 		for _, n := range nodes {
 			n.stop(t)

@@ -33,6 +33,31 @@ func manySegments(t *testing.T, n int) (*vfs.MemFS, *wal.Log, wal.Options, [][]b
 	return mem, l, opts, recs, lsns
 }
 
+// appendN appends n records record(id, i, size) to l and returns their LSNs.
+func appendN(t *testing.T, l *wal.Log, id, n, size int) []wal.LSN {
+	t.Helper()
+	lsns := make([]wal.LSN, n)
+	for i := range n {
+		lsn, err := l.Append(record(id, i, size))
+		require.NoError(t, err)
+		lsns[i] = lsn
+	}
+	return lsns
+}
+
+// appendUntilSegments appends 300-byte records record(id, i, 300) to l
+// until the log in mem has n segments, and returns their LSNs.
+func appendUntilSegments(t *testing.T, l *wal.Log, mem *vfs.MemFS, n, id int) []wal.LSN {
+	t.Helper()
+	var lsns []wal.LSN
+	for i := 0; len(segments(t, mem)) < n; i++ {
+		lsn, err := l.Append(record(id, i, 300))
+		require.NoError(t, err)
+		lsns = append(lsns, lsn)
+	}
+	return lsns
+}
+
 func TestReaderAcrossSegments(t *testing.T) {
 	mem, l, opts, recs, lsns := manySegments(t, 400)
 	defer l.Close()
@@ -259,12 +284,7 @@ func TestRemoveBeforeDoesNotStallCommitsOrReaders(t *testing.T) {
 	})
 	mem := vfs.NewMem()
 	l := openLog(t, vfs.Inject(mem, inj), wal.Options{SegmentSize: 8 << 10})
-	var lsns []wal.LSN
-	for i := 0; len(segments(t, mem)) < 5; i++ {
-		lsn, err := l.Append(record(7, i, 300))
-		require.NoError(t, err)
-		lsns = append(lsns, lsn)
-	}
+	appendUntilSegments(t, l, mem, 5, 7)
 	keep := segFirst(t, segments(t, mem)[3])
 	armed.Store(true)
 	removed := make(chan error, 1)
@@ -321,10 +341,7 @@ func TestRemoveBeforeRetriesAFailedRemoval(t *testing.T) {
 	})
 	mem := vfs.NewMem()
 	l := openLog(t, vfs.Inject(mem, inj), wal.Options{SegmentSize: 8 << 10})
-	for i := 0; len(segments(t, mem)) < 4; i++ {
-		_, err := l.Append(record(9, i, 300))
-		require.NoError(t, err)
-	}
+	appendUntilSegments(t, l, mem, 4, 9)
 	segs := segments(t, mem)
 	keep := segFirst(t, segs[2])
 	fail.Store(true)

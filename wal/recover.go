@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/durawal/durawal/wal/vfs"
 )
 
@@ -293,12 +292,9 @@ const firstLSNName = "first-lsn"
 // RemoveBefore can free space on a full disk. A new record is written under
 // a temporary name, synced, renamed into place and the directory synced.
 func (l *Log) writeFirstLSN(first LSN) error {
-	b := make([]byte, 16)
-	binary.LittleEndian.PutUint64(b[0:8], uint64(first))
-	binary.LittleEndian.PutUint64(b[8:16], xxhash.Sum64(b[0:8]))
 	f, err := l.fs.OpenReadWrite(filepath.Join(l.dir, firstLSNName), l.bufferedMethod())
 	if err == nil {
-		if _, err := f.WriteAt(b, 0); err != nil {
+		if _, err := f.WriteAt(encodeLSNRecord(first), 0); err != nil {
 			f.Close()
 			return err
 		}
@@ -311,7 +307,7 @@ func (l *Log) writeFirstLSN(first LSN) error {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return l.createFirstLSN(first)
+	return l.writeLSNFile(firstLSNName, first)
 }
 
 // syncFirstLSN makes the first-lsn file's content durable, whatever the
@@ -328,31 +324,18 @@ func (l *Log) syncFirstLSN() error {
 	return f.Close()
 }
 
-// createFirstLSN writes the record of a log's start, first, as a new file.
-func (l *Log) createFirstLSN(first LSN) error {
-	return l.writeLSNFile(firstLSNName, first)
-}
-
 // checkFirst compares the segments found with the recorded start of the
 // log. Segments below it are what an interrupted RemoveBefore left: Open
 // finishes removing them. A first segment above it is missing: damage. A
 // log without the record (written by an older build) is not checked.
 func (l *Log) checkFirst(firsts []LSN) (kept []LSN, recorded bool, err error) {
-	f, err := l.fs.Open(filepath.Join(l.dir, firstLSNName))
-	if errors.Is(err, fs.ErrNotExist) {
+	first, ok, err := l.readLSNFile(firstLSNName)
+	if err != nil {
+		return nil, true, err
+	}
+	if !ok {
 		return firsts, false, nil
 	}
-	if err != nil {
-		return nil, false, fmt.Errorf("wal: open: %w", err)
-	}
-	b := make([]byte, 16)
-	n, rerr := f.ReadAt(b, 0)
-	f.Close()
-	if n < len(b) || xxhash.Sum64(b[0:8]) != binary.LittleEndian.Uint64(b[8:16]) {
-		return nil, true, &CorruptionError{Segment: firstLSNName, Offset: int64(n),
-			Reason: fmt.Sprintf("the record of the log's first LSN is damaged (%d bytes read, %v)", n, rerr)}
-	}
-	first := LSN(binary.LittleEndian.Uint64(b[0:8]))
 	if len(firsts) > 1 && firsts[0] < first && firsts[1] <= first {
 		// The record is updated in place: after a process crash what was
 		// read may be only in the page cache. Make it durable before

@@ -45,10 +45,7 @@ func TestCleanCloseNearlyFullSegmentVerifiesLastGroup(t *testing.T) {
 	mem := vfs.NewMem()
 	opts := wal.Options{FS: mem, SegmentSize: 4 << 10, Policy: policy.SyncNever()}
 	l := openLog(t, mem, opts)
-	for i := range 18 {
-		_, err := l.Append(record(0, i, 200))
-		require.NoError(t, err)
-	}
+	appendN(t, l, 0, 18, 200)
 	require.Equal(t, wal.LSN(18*frameSize(200)), l.AppendedLSN())
 	require.NoError(t, l.Close())
 	segs := segments(t, mem)
@@ -91,10 +88,7 @@ func TestAllSegmentsMissingIsCorrupt(t *testing.T) {
 		mem := vfs.NewMem()
 		opts := wal.Options{FS: mem, SegmentSize: 64 << 10}
 		l := openLog(t, mem, opts)
-		for i := range 5 {
-			_, err := l.Append(record(0, i, 100))
-			require.NoError(t, err)
-		}
+		appendN(t, l, 0, 5, 100)
 		require.NoError(t, l.Close())
 		segs := segments(t, mem)
 		require.Len(t, segs, 1)
@@ -112,12 +106,7 @@ func TestAllSegmentsMissingIsCorrupt(t *testing.T) {
 		mem := vfs.NewMem()
 		opts := wal.Options{FS: mem, SegmentSize: 4 << 10}
 		l := openLog(t, mem, opts)
-		var last wal.LSN
-		for i := range 60 {
-			lsn, err := l.Append(record(0, i, 300))
-			require.NoError(t, err)
-			last = lsn
-		}
+		last := appendN(t, l, 0, 60, 300)[59]
 		kept, err := l.RemoveBefore(last)
 		require.NoError(t, err)
 		require.Positive(t, kept)
@@ -162,10 +151,7 @@ func TestLogDirEntryDurableAfterFailedOpen(t *testing.T) {
 
 	img := mem.ProcessCrash()
 	l := openLog(t, img, opts)
-	for i := range 5 {
-		_, err := l.Append(record(0, i, 100))
-		require.NoError(t, err)
-	}
+	appendN(t, l, 0, 5, 100)
 	require.NoError(t, l.Close())
 
 	lost := img.PowerLoss(vfs.DropAll())
@@ -206,12 +192,7 @@ func TestRemoveBeforeDirSyncFailureKeepsListTrue(t *testing.T) {
 	opts := wal.Options{SegmentSize: 4 << 10, FS: vfs.Inject(mem, inj)}
 	l := openLog(t, opts.FS, opts)
 	defer l.Close()
-	var last wal.LSN
-	for i := range 60 {
-		lsn, err := l.Append(record(0, i, 300))
-		require.NoError(t, err)
-		last = lsn
-	}
+	last := appendN(t, l, 0, 60, 300)[59]
 	armed.Store(true)
 	_, err := l.RemoveBefore(last)
 	require.ErrorIs(t, err, syscall.EIO)
@@ -247,10 +228,7 @@ func TestMissingLastSegmentWithStrayByteAfterLink(t *testing.T) {
 	mem := vfs.NewMem()
 	opts := wal.Options{FS: mem, SegmentSize: 4 << 10}
 	l := openLog(t, mem, opts)
-	for i := 0; len(segments(t, mem)) < 3; i++ {
-		_, err := l.Append(record(0, i, 300))
-		require.NoError(t, err)
-	}
+	appendUntilSegments(t, l, mem, 3, 0)
 	end := l.AppendedLSN()
 	require.NoError(t, l.Close())
 	segs := segments(t, mem)
@@ -285,10 +263,7 @@ func TestMissingFirstLSNAndOldestSegment(t *testing.T) {
 	mem := vfs.NewMem()
 	opts := wal.Options{FS: mem, SegmentSize: 4 << 10}
 	l := openLog(t, mem, opts)
-	for i := 0; len(segments(t, mem)) < 3; i++ {
-		_, err := l.Append(record(0, i, 300))
-		require.NoError(t, err)
-	}
+	appendUntilSegments(t, l, mem, 3, 0)
 	require.NoError(t, l.Close())
 	segs := segments(t, mem)
 	require.NoError(t, mem.Remove(filepath.Join(logDir, "first-lsn")))
@@ -332,12 +307,7 @@ func TestRemoveBeforeOnFullDisk(t *testing.T) {
 	opts := wal.Options{SegmentSize: 4 << 10, NoSpaceTimeout: 50 * time.Millisecond, FS: vfs.Inject(mem, inj)}
 	l := openLog(t, opts.FS, opts)
 	defer l.Close()
-	var last wal.LSN
-	for i := range 60 {
-		lsn, err := l.Append(record(0, i, 300))
-		require.NoError(t, err)
-		last = lsn
-	}
+	last := appendN(t, l, 0, 60, 300)[59]
 	before := len(segments(t, mem))
 	full.Store(true)
 	var err error
@@ -563,10 +533,7 @@ func TestMissingLinkRepairedAtOpen(t *testing.T) {
 	img := crashed.Load()
 	l = openLog(t, img, opts)
 	require.Len(t, segments(t, img), 2)
-	for i := range 10 {
-		_, err := l.Append(record(1, i, 100))
-		require.NoError(t, err)
-	}
+	appendN(t, l, 1, 10, 100)
 	end := l.AppendedLSN()
 	require.NoError(t, l.Close())
 	segs := segments(t, img)
@@ -612,12 +579,7 @@ func TestCloseWaitsForRemoveBefore(t *testing.T) {
 	})
 	opts := wal.Options{SegmentSize: 4 << 10, FS: vfs.Inject(mem, inj)}
 	l := openLog(t, opts.FS, opts)
-	var last wal.LSN
-	for i := range 60 {
-		lsn, err := l.Append(record(0, i, 300))
-		require.NoError(t, err)
-		last = lsn
-	}
+	last := appendN(t, l, 0, 60, 300)[59]
 	armed.Store(true)
 	rbDone := make(chan error, 1)
 	go func() {

@@ -252,10 +252,7 @@ func (l *Log) writeLSNFile(name string, lsn LSN) error {
 	if err != nil {
 		return err
 	}
-	b := make([]byte, 16)
-	binary.LittleEndian.PutUint64(b[0:8], uint64(lsn))
-	binary.LittleEndian.PutUint64(b[8:16], xxhash.Sum64(b[0:8]))
-	if _, err := f.WriteAt(b, 0); err != nil {
+	if _, err := f.WriteAt(encodeLSNRecord(lsn), 0); err != nil {
 		f.Close()
 		return err
 	}
@@ -270,6 +267,15 @@ func (l *Log) writeLSNFile(name string, lsn LSN) error {
 		return err
 	}
 	return l.syncDir()
+}
+
+// encodeLSNRecord returns the 16-byte record of lsn that first-lsn and
+// truncate-lsn hold: the LSN, then its xxhash64, both little-endian.
+func encodeLSNRecord(lsn LSN) []byte {
+	b := make([]byte, 16)
+	binary.LittleEndian.PutUint64(b[0:8], uint64(lsn))
+	binary.LittleEndian.PutUint64(b[8:16], xxhash.Sum64(b[0:8]))
+	return b
 }
 
 // readLSNFile reads the LSN recorded in name; ok is false if there is no
@@ -287,7 +293,7 @@ func (l *Log) readLSNFile(name string) (lsn LSN, ok bool, err error) {
 	f.Close()
 	if n < len(b) || xxhash.Sum64(b[0:8]) != binary.LittleEndian.Uint64(b[8:16]) {
 		return 0, false, &CorruptionError{Segment: name, Offset: int64(n),
-			Reason: fmt.Sprintf("the recorded LSN is damaged (%d bytes read, %v)", n, rerr)}
+			Reason: fmt.Sprintf("the LSN recorded in %s is damaged (%d bytes read, %v)", name, n, rerr)}
 	}
 	return LSN(binary.LittleEndian.Uint64(b[0:8])), true, nil
 }
