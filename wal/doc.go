@@ -51,8 +51,14 @@
 // the tail from x is a torn tail: its bytes are first copied to a quarantine
 // file in the log directory ("<from>-<end>.torn", listed in
 // [RecoveryInfo].Quarantined at this and every later Open), then zeroed and
-// synced before any new append. A bad frame in any other segment always
-// fails Open, and so does a missing segment: a roll writes a link frame
+// synced before any new append. A bad frame in any other (sealed) segment
+// is damage too, reported as a [*CorruptionError] by the Reader or
+// ReadRecord that reaches it; Open itself trusts a sealed segment by its
+// header and the link frame its roll wrote, so Open costs O(last segment),
+// unless [Options].VerifyOnOpen makes it check every frame of every segment
+// and fail on such damage. A sealed segment without a link (format version
+// 1, or a roll a crash interrupted) is always checked frame by frame, through
+// a bounded window. A missing segment fails Open: a roll writes a link frame
 // (like the end frame, with flags 2) into the finished segment once its
 // successor is durable, so a missing last segment is noticed, and the file
 // "first-lsn" records where the log starts (written when the log is created

@@ -90,6 +90,18 @@ type Options struct {
 	// and Stats.SyncMethodFallback; it never weakens what a commit waits
 	// for. Default false.
 	AllowSyncMethodFallback bool
+	// VerifyOnOpen makes Open read and check every frame of every segment.
+	// By default Open reads, of each sealed (non-last) segment, only its
+	// header and the link frame its roll wrote after the segment and its
+	// successor were durable, and checks the last segment frame by frame:
+	// Open then costs O(last segment), and damage inside a sealed segment is
+	// reported when a Reader or ReadRecord reaches it (a *CorruptionError,
+	// ErrCorrupt), as raft-wal trusts its sealed segments. With
+	// VerifyOnOpen, such damage fails Open itself. Sealed segments without
+	// a link (written by format version 1, or a roll a crash interrupted)
+	// are always checked frame by frame, through a window of 1 MiB (or one
+	// frame, if larger). Default false.
+	VerifyOnOpen bool
 	// FS is the filesystem the log lives on. Default [vfs.OS].
 	FS vfs.FS
 	// Logger receives lifecycle events (recovery, rolls, poisoning) and

@@ -34,7 +34,7 @@ func manySegments(t *testing.T, n int) (*vfs.MemFS, *wal.Log, wal.Options, [][]b
 }
 
 // appendN appends n records record(id, i, size) to l and returns their LSNs.
-func appendN(t *testing.T, l *wal.Log, id, n, size int) []wal.LSN {
+func appendN(t testing.TB, l *wal.Log, id, n, size int) []wal.LSN {
 	t.Helper()
 	lsns := make([]wal.LSN, n)
 	for i := range n {

@@ -458,7 +458,33 @@ func TestDamageInNonLastSegment(t *testing.T) {
 				b := fileBytes(t, img, seg)
 				wantOff := tc.damage(b)
 				setFile(t, img, seg, b)
-				ce := corruptOpen(t, img, opts)
+				vopts := opts
+				vopts.VerifyOnOpen = true
+				ce := corruptOpen(t, img, vopts)
+				assert.Equal(t, seg, ce.Segment)
+				assert.Equal(t, int64(wantOff), ce.Offset)
+				if wantOff == 0 {
+					// A bad header fails Open whatever the option.
+					ce = corruptOpen(t, img, opts)
+					assert.Equal(t, seg, ce.Segment)
+					return
+				}
+				// By default Open trusts the sealed segment by its link
+				// frame; a Reader reports the damage where it lies, and
+				// nothing after it is read past it.
+				l := openLog(t, img, opts)
+				defer l.Close()
+				info := l.Recovered()
+				assert.Equal(t, len(segs)-1, info.TrustedSegments)
+				assert.Zero(t, info.VerifiedSegments)
+				r, err := l.NewReader(0)
+				require.NoError(t, err)
+				defer r.Close()
+				for err == nil {
+					_, _, err = r.Next()
+				}
+				require.ErrorIs(t, err, wal.ErrCorrupt)
+				require.True(t, errors.As(err, &ce), "%v is not a *CorruptionError", err)
 				assert.Equal(t, seg, ce.Segment)
 				assert.Equal(t, int64(wantOff), ce.Offset)
 			})
@@ -682,4 +708,36 @@ func TestFirstLSNRecordedAfterCrashAtCreation(t *testing.T) {
 	var ce *wal.CorruptionError
 	require.ErrorAs(t, err, &ce, "a lost oldest segment is damage")
 	require.Equal(t, segs[0], ce.Segment)
+}
+
+// TestOpenReadsOnlyTheLastSegment: Open trusts each sealed segment by its
+// header and link frame, reading a few dozen bytes of it, and checks only
+// the last segment's frames; VerifyOnOpen reads and checks all of them.
+// Both recover the same records.
+func TestOpenReadsOnlyTheLastSegment(t *testing.T) {
+	const segSize = 64 << 10
+	opts := wal.Options{SegmentSize: segSize, Policy: policy.SyncNever()}
+	sizes := make([]int, 600)
+	for i := range sizes {
+		sizes[i] = 500 + i%300
+	}
+	w := writeLog(t, opts, sizes)
+	segs := segments(t, w.mem)
+	require.GreaterOrEqual(t, len(segs), 6)
+
+	lsns, recs, info := replay(t, w.mem, opts)
+	require.Equal(t, len(segs)-1, info.TrustedSegments)
+	require.Zero(t, info.VerifiedSegments)
+	// Each sealed segment: its header (32 bytes) and link frame (24).
+	require.LessOrEqual(t, info.BytesRead, int64(segSize+(len(segs)-1)*(32+24)))
+
+	vopts := opts
+	vopts.VerifyOnOpen = true
+	vlsns, vrecs, vinfo := replay(t, w.mem, vopts)
+	require.Equal(t, len(segs)-1, vinfo.VerifiedSegments)
+	require.Zero(t, vinfo.TrustedSegments)
+	require.GreaterOrEqual(t, vinfo.BytesRead, int64(len(segs))*segSize-int64(len(segs))*segSize/4)
+	require.Equal(t, lsns, vlsns)
+	require.Equal(t, recs, vrecs)
+	require.Len(t, recs, len(sizes))
 }

@@ -533,6 +533,9 @@ func TestMissingLinkRepairedAtOpen(t *testing.T) {
 	img := crashed.Load()
 	l = openLog(t, img, opts)
 	require.Len(t, segments(t, img), 2)
+	// No link to trust the sealed segment by: Open checked its frames.
+	require.Equal(t, 1, l.Recovered().VerifiedSegments)
+	require.Zero(t, l.Recovered().TrustedSegments)
 	appendN(t, l, 1, 10, 100)
 	end := l.AppendedLSN()
 	require.NoError(t, l.Close())

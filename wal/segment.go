@@ -60,28 +60,35 @@ func encodeSegmentHeader(first LSN, size int64) []byte {
 	return b
 }
 
-// checkSegmentHeader validates the segment b (the whole file, named name)
-// and returns nil if its header is good for a segment starting at first. A
+// checkSegment checks the header and size of the segment sc scans, and
+// returns nil if they are good for a segment starting at its first LSN. A
 // bad header is a *CorruptionError naming the segment; a header of another
 // format version is an error matching ErrUnsupportedVersion. Segments are
 // created at full size and never resized, so a file whose size differs from
 // the one its header records was truncated or extended after the fact:
 // damage, not a crash, reported at the offset where its valid frames end
 // (truncated) or where the extension starts.
-func checkSegmentHeader(b []byte, name string, first LSN) error {
-	if err := checkHeader(b, name, first); err != nil {
+func checkSegment(sc *frameScanner) error {
+	if err := sc.load(0, segmentHeaderSize, false); err != nil {
 		return err
 	}
-	created := int64(binary.LittleEndian.Uint32(b[12:16])) * frameAlign
-	if created != 0 && created != int64(len(b)) { // 0: written before sizes were recorded
-		off := created
-		if int64(len(b)) < created {
-			off = validEnd(b, first)
-		}
-		return &CorruptionError{Segment: name, Offset: off,
-			Reason: fmt.Sprintf("segment file is %d bytes but was created with %d: truncated or extended", len(b), created)}
+	hdr := sc.bytesAt(0)
+	if err := checkHeader(hdr, sc.name, sc.s.first); err != nil {
+		return err
 	}
-	return nil
+	created := int64(binary.LittleEndian.Uint32(hdr[12:16])) * frameAlign
+	if created == 0 || created == sc.s.size { // 0: written before sizes were recorded
+		return nil
+	}
+	off := created
+	if sc.s.size < created {
+		var err error
+		if off, err = sc.validEnd(); err != nil {
+			return err
+		}
+	}
+	return &CorruptionError{Segment: sc.name, Offset: off,
+		Reason: fmt.Sprintf("segment file is %d bytes but was created with %d: truncated or extended", sc.s.size, created)}
 }
 
 // checkHeader checks the segment header at the start of b, not the file's
@@ -104,23 +111,6 @@ func checkHeader(b []byte, name string, first LSN) error {
 		return bad(16, "header first LSN %d does not match the name", binary.LittleEndian.Uint64(b[16:24]))
 	}
 	return nil
-}
-
-// validEnd returns the file offset where the valid frames of the segment b,
-// which starts at first, end.
-func validEnd(b []byte, first LSN) int64 {
-	s := segment{first: first, size: int64(len(b))}
-	for lsn := first; ; {
-		off := s.offset(lsn)
-		if off >= int64(len(b)) {
-			return off
-		}
-		_, _, size, st := decodeFrame(b[off:], lsn, int(maxRecordFor(int64(len(b)))))
-		if st != frameValid || off+size > int64(len(b)) {
-			return off
-		}
-		lsn += LSN(size)
-	}
 }
 
 // checkSegmentHeaders checks the header and size of every segment before

@@ -113,9 +113,13 @@ func (b *logBuffer) reset(start LSN) {
 // Open opens the log in dir, creating dir (and any missing parents) and an
 // empty log if needed, and recovers an existing one. A directory it creates
 // is made durable: its parent directory is synced after the mkdir. In
-// recovery a torn tail is truncated (synced) without error, while damage in synced data, in a non-last segment, or a missing segment
-// makes Open fail with a *CorruptionError (errors.Is(err, ErrCorrupt)) naming
-// the segment and byte offset. The directory is locked against a second Log.
+// recovery a torn tail is truncated (synced) without error, while damage in
+// the synced data of the last segment, a missing segment, or a bad segment
+// header makes Open fail with a *CorruptionError (errors.Is(err,
+// ErrCorrupt)) naming the segment and byte offset. Sealed segments are
+// trusted by their header and link frame (damage inside them is reported by
+// the Reader or ReadRecord that reaches it) unless Options.VerifyOnOpen is
+// set, which makes Open check and fail on them too. The directory is locked against a second Log.
 //
 // Errors: ErrInvalidOptions for bad options (also a SegmentSize that is not
 // a multiple of the direct-I/O alignment under O_DIRECT),

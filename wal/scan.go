@@ -1,0 +1,147 @@
+package wal
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"github.com/durawal/durawal/wal/vfs"
+)
+
+// scanWindow is the most bytes a frameScanner reads at once, and so what it
+// holds in memory, unless one frame is larger.
+const scanWindow = 1 << 20
+
+// frameScanner decodes the frames of one segment, in any order, through a
+// bounded window of the file: recovery checks a sealed segment without a
+// buffer of the segment's size. Built over a whole segment already in memory
+// (scanBytes) it reads nothing. Not safe for concurrent use.
+type frameScanner struct {
+	f    vfs.File // nil: win holds the whole segment
+	name string   // the segment's base name, for errors
+	s    segment  // first and size
+	win  []byte   // bytes of the file from woff
+	woff int64
+	read int64 // bytes read from f
+}
+
+// scanFile returns a scanner of the segment file f (of size bytes, whose
+// first frame is at first), read through a window of scanWindow bytes.
+func scanFile(f vfs.File, name string, first LSN, size int64) *frameScanner {
+	return &frameScanner{f: f, name: name, s: segment{first: first, size: size}}
+}
+
+// scanBytes returns a scanner of the segment b, held whole in memory.
+func scanBytes(b []byte, name string, first LSN) *frameScanner {
+	return &frameScanner{name: name, s: segment{first: first, size: int64(len(b))}, win: b}
+}
+
+// load makes the window hold the file's bytes [off, off+n), or up to the end
+// of the file if it ends first. With ahead it reads a whole window (the
+// scan goes on from there), without only the n bytes.
+func (sc *frameScanner) load(off, n int64, ahead bool) error {
+	n = min(n, sc.s.size-off)
+	if sc.f == nil || n <= 0 || (off >= sc.woff && off+n <= sc.woff+int64(len(sc.win))) {
+		return nil
+	}
+	want := n
+	if ahead {
+		want = min(max(n, scanWindow), sc.s.size-off)
+	}
+	if int64(cap(sc.win)) < want {
+		sc.win = make([]byte, want)
+	}
+	sc.win = sc.win[:want]
+	got, err := sc.f.ReadAt(sc.win, off)
+	sc.read += int64(max(got, 0))
+	if int64(got) < want {
+		sc.win, sc.woff = sc.win[:0], 0
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return fmt.Errorf("wal: open: reading %s: read %d of %d bytes at offset %d: %w", sc.name, got, want, off, err)
+	}
+	sc.woff = off
+	return nil
+}
+
+// bytesAt returns the bytes of the window from file offset off, which load
+// made available.
+func (sc *frameScanner) bytesAt(off int64) []byte {
+	if off < sc.woff || off > sc.woff+int64(len(sc.win)) {
+		return nil
+	}
+	return sc.win[off-sc.woff:]
+}
+
+// frame decodes the frame expected at lsn, as decodeFrame does over the
+// whole segment; flags are the frame's flags when it is valid. The payload
+// aliases the window: valid until the next call. With ahead it reads a
+// window's worth of the frames that follow too.
+func (sc *frameScanner) frame(lsn LSN, ahead bool) (rec []byte, wm LSN, size int64, flags uint32, st frameStatus, err error) {
+	off := sc.s.offset(lsn)
+	if off >= sc.s.size {
+		return nil, 0, 0, 0, frameShort, nil
+	}
+	maxRec := int(maxRecordFor(sc.s.size))
+	if err := sc.load(off, frameHeaderSize, ahead); err != nil {
+		return nil, 0, 0, 0, frameShort, err
+	}
+	b := sc.bytesAt(off)
+	rec, wm, size, st = decodeFrame(b, lsn, maxRec)
+	if st == frameShort && len(b) >= frameHeaderSize {
+		// The frame runs past the window: read all of it, if the file holds it.
+		if n := binary.LittleEndian.Uint32(b[8:12]); int64(n) <= int64(maxRec) {
+			if err := sc.load(off, frameSize(int(n)), ahead); err != nil {
+				return nil, 0, 0, 0, frameShort, err
+			}
+			b = sc.bytesAt(off)
+			rec, wm, size, st = decodeFrame(b, lsn, maxRec)
+		}
+	}
+	if st == frameValid && off+size > sc.s.size {
+		st = frameShort // its padding is cut off (a file truncated to an odd size)
+	}
+	if st == frameValid {
+		flags = frameFlags(b)
+	}
+	return rec, wm, size, flags, st, nil
+}
+
+// validEnd returns the file offset where the segment's valid frames end.
+func (sc *frameScanner) validEnd() (int64, error) {
+	for lsn := sc.s.first; ; {
+		_, _, size, _, st, err := sc.frame(lsn, true)
+		if err != nil {
+			return 0, err
+		}
+		if st != frameValid {
+			return sc.s.offset(lsn), nil
+		}
+		lsn += LSN(size)
+	}
+}
+
+// linkIn follows the segment's valid frames and returns the LSN of the link
+// frame that ends them, if one does.
+func (sc *frameScanner) linkIn() (LSN, bool, error) {
+	for lsn := sc.s.first; ; {
+		rec, _, size, flags, st, err := sc.frame(lsn, true)
+		if err != nil || st != frameValid {
+			return 0, false, err
+		}
+		if rec == nil {
+			return lsn, flags == flagLink, nil
+		}
+		lsn += LSN(size)
+	}
+}
+
+// linkAt reports whether a valid link frame lies at lsn.
+func (sc *frameScanner) linkAt(lsn LSN) (bool, error) {
+	if lsn < sc.s.first || sc.s.offset(lsn)+endFrameSize > sc.s.size {
+		return false, nil
+	}
+	rec, _, _, flags, st, err := sc.frame(lsn, false)
+	return err == nil && st == frameValid && rec == nil && flags == flagLink, err
+}
