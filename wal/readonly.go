@@ -39,9 +39,13 @@ const readOnlyAttempts = 5
 // again to see them), and Reader.NextContext at the end waits until its
 // context ends or the Log is closed. A live writer's RemoveBefore can
 // remove a segment a reader of this Log has yet to open: the read then
-// fails with an error matching fs.ErrNotExist. If a live writer changes the
-// directory while OpenReadOnly scans it (a roll, a removal) and the scan
-// fails, it scans again, a few times, before returning the failure. Every
+// fails with an error matching fs.ErrNotExist. A live writer may change
+// the log while OpenReadOnly scans it: a segment whose link frame names a
+// successor created after the directory was listed ends the read-only log
+// at the link; a last segment that fails the recovery rule is read again,
+// and the verdict stands only if its bytes did not change; and a scan that
+// fails while the directory changed (a roll, a removal) is run again. Each
+// is retried a few times before the failure is returned. Every
 // method that would change the log (Append, AppendContext, AppendBatch,
 // AppendBatchLSNs, Sync, SyncContext, WaitDurable, RemoveBefore,
 // TruncateAfter) returns ErrReadOnly. No background goroutine runs. Close

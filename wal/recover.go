@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
@@ -165,12 +166,8 @@ func (l *Log) recover() error {
 		if err := checkSegmentHeader(buf, name, first); err != nil {
 			return err
 		}
-		if last && cut != noCutLSN {
-			// A read-only Log sees the segment holding an unfinished cut
-			// as finishTruncate would leave it: zeros from the cut on.
-			if off := (&segment{first: first}).offset(cut); off < int64(len(buf)) {
-				clear(buf[off:])
-			}
+		if last {
+			l.hideCut(buf, first, cut)
 		}
 		if i == 0 {
 			oldestVersion = binary.LittleEndian.Uint32(buf[8:12])
@@ -188,6 +185,19 @@ func (l *Log) recover() error {
 			continue
 		}
 		end, proven, err := l.recoverTail(buf, name, first)
+		for try := 1; err != nil && l.readOnly && try < readOnlyAttempts; try++ {
+			// A live writer may have written the segment while it was
+			// read (a frame of a later group seen, an earlier one not
+			// yet): the verdict stands only if the bytes do.
+			again, rerr := l.readSegment(path, nil)
+			if rerr != nil || bytes.Equal(again, buf) {
+				break
+			}
+			buf = again
+			l.hideCut(buf, first, cut)
+			l.info.TornBytes = 0
+			end, proven, err = l.recoverTail(buf, name, first)
+		}
 		if err != nil {
 			return err
 		}
@@ -223,6 +233,18 @@ func (l *Log) recover() error {
 	l.info.FirstLSN, l.info.EndLSN = firsts[0], l.next
 	slices.SortStableFunc(l.info.Quarantined, func(a, b QuarantineFile) int { return cmp.Compare(a.FromLSN, b.FromLSN) })
 	return nil
+}
+
+// hideCut clears, in buf, the bytes of the last segment (from first) at and
+// after cut, a cut a read-only Log does not finish (noCutLSN: none), so that
+// it reads the segment as finishTruncate would leave it.
+func (l *Log) hideCut(buf []byte, first, cut LSN) {
+	if cut == noCutLSN {
+		return
+	}
+	if off := (&segment{first: first}).offset(cut); off < int64(len(buf)) {
+		clear(buf[off:])
+	}
 }
 
 // repairTail makes the recovered last segment s (its bytes buf, valid
@@ -518,6 +540,12 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (x, proven LSN, er
 		// written after a link, so bytes after it are damage too, not a
 		// torn tail to cut.
 		at := lsn - endFrameSize
+		if l.readOnly && l.segmentExists(at) {
+			// A live writer rolled after the directory was listed: the
+			// log goes on in a segment this scan did not list. A
+			// read-only Log ends at the link.
+			return at, at, nil
+		}
 		return 0, 0, &CorruptionError{Segment: segmentName(at), Offset: 0,
 			Reason: fmt.Sprintf("missing: %s, the last segment present, continues at LSN %d in it", name, at)}
 	}
@@ -553,6 +581,17 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (x, proven LSN, er
 		l.info.Clean = false
 	}
 	return x, proven, nil
+}
+
+// segmentExists reports whether the segment starting at first is in the
+// log directory now.
+func (l *Log) segmentExists(first LSN) bool {
+	f, err := l.fs.Open(filepath.Join(l.dir, segmentName(first)))
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
 }
 
 // rewrite writes buf's bytes of the frames in [from, end) of s again, through
