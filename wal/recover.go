@@ -17,7 +17,10 @@ import (
 	"github.com/durawal/durawal/wal/vfs"
 )
 
-// RecoveryInfo says what Open found and repaired.
+// RecoveryInfo says what Open found and repaired. From OpenReadOnly it says
+// what Open would find and repair, and nothing was repaired: TornBytes were
+// not zeroed or quarantined, Unvouched bytes not rewritten, RemovedTemp
+// files not removed, and Quarantined lists only the files already there.
 type RecoveryInfo struct {
 	// Segments is the number of segment files found.
 	Segments int
