@@ -95,6 +95,17 @@
 // pages clean, so a sync alone would not write them, and a later frame's
 // watermark would vouch for bytes that never reached the disk.
 //
+// # Reading without repairing
+//
+// [OpenReadOnly] opens a log without its directory lock and runs the same
+// recovery scan as Open, reaching the same verdict, but repairs nothing: no
+// file is written, removed, renamed or synced, and [Log.Recovered] reports
+// what Open would do. It serves to inspect a damaged log and to read a log
+// while its writer runs (up to the end found at OpenReadOnly); every
+// writing method returns [ErrReadOnly]. [InspectDir] and [InspectSegment]
+// describe a log's files and frames one by one, damaged ones included;
+// the command cmd/waldump prints both.
+//
 // # On-disk format
 //
 // A segment file has a fixed size (Options.SegmentSize), is zero-filled and
@@ -158,6 +169,7 @@
 // retries a sync), [ErrDurabilityUnknown] for the commits of the failed
 // group, [ErrNoSpace] when no new segment can be created (not poisoned),
 // [ErrInvalidOptions], [ErrForeignFile], [ErrNotFound], [ErrTruncated] (a
-// Reader past a TruncateAfter's cut), and [ErrNotAppended]
+// Reader past a TruncateAfter's cut), [ErrReadOnly] (a writing method on a
+// Log opened with OpenReadOnly), and [ErrNotAppended]
 // (with a context error) when a context ended before a record got an LSN.
 package wal

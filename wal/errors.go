@@ -62,6 +62,11 @@ var (
 	// cut the log at or before the Reader's position: the records it was
 	// about to read are gone. Open a new Reader at or before the cut.
 	ErrTruncated = errors.New("wal: reader positioned past a truncation")
+	// ErrReadOnly is returned by every method that would change the log
+	// (Append, AppendContext, AppendBatch, AppendBatchLSNs, Sync,
+	// SyncContext, WaitDurable, RemoveBefore, TruncateAfter) on a Log
+	// opened with OpenReadOnly. Nothing was appended or changed.
+	ErrReadOnly = errors.New("wal: log opened read-only")
 )
 
 // A BatchError reports an AppendBatch that stopped after its first Appended

@@ -332,9 +332,12 @@ func (r *Reader) Close() error {
 // the segment list is updated at once, under a lock held only for that. It
 // returns the first LSN still kept. Readers positioned in a removed segment
 // fail with fs.ErrNotExist. Concurrent calls are serialized. Errors:
-// ErrClosed, or the filesystem's (the segments not yet removed are then
+// ErrClosed, ErrReadOnly (OpenReadOnly), or the filesystem's (the segments not yet removed are then
 // removed by the next Open).
 func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
+	if l.readOnly {
+		return 0, ErrReadOnly
+	}
 	l.mu.Lock()
 	closed := l.closed
 	l.mu.Unlock()

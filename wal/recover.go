@@ -17,7 +17,10 @@ import (
 	"github.com/durawal/durawal/wal/vfs"
 )
 
-// RecoveryInfo says what Open found and repaired.
+// RecoveryInfo says what Open found and repaired. From OpenReadOnly it says
+// what Open would find and repair, and nothing was repaired: TornBytes were
+// not zeroed or quarantined, Unvouched bytes not rewritten, RemovedTemp
+// files not removed, and Quarantined lists only the files already there.
 type RecoveryInfo struct {
 	// Segments is the number of segment files found.
 	Segments int
@@ -78,58 +81,44 @@ type QuarantineFile struct {
 // (docs/design.md, Recovery rule). On return l.next, l.writeSeg,
 // l.appendSeg and l.segFirsts describe the log, and any torn tail is zeroed
 // and synced.
+//
+// A read-only Log (OpenReadOnly) runs the same scan and reaches the same
+// verdict, but repairs nothing: every step that would write, remove, rename
+// or sync is skipped, and l.info says what Open would have done.
 func (l *Log) recover() error {
 	names, err := l.fs.List(l.dir)
 	if err != nil {
+		if l.readOnly && errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("wal: open read-only: no log directory %s: %w", l.dir, err)
+		}
 		return fmt.Errorf("wal: open: listing %s: %w", l.dir, err)
 	}
-	var firsts []LSN
-	hasFirst := false // a first-lsn file is there
-	for _, name := range names {
-		if first, ok := parseSegmentName(name); ok {
-			firsts = append(firsts, first)
-			continue
-		}
-		if q, ok := parseQuarantineName(name); ok {
-			f, err := l.fs.Open(filepath.Join(l.dir, name))
-			if err != nil {
-				return fmt.Errorf("wal: open: %w", err)
-			}
-			q.Bytes, err = f.Size()
-			f.Close()
-			if err != nil {
-				return fmt.Errorf("wal: open: %s: %w", name, err)
-			}
-			q.EndLSN = q.FromLSN + LSN(q.Bytes)
-			l.info.Quarantined = append(l.info.Quarantined, q)
-			continue
-		}
-		switch {
-		case name == lockName:
-		case name == firstLSNName:
-			hasFirst = true
-		case name == truncateName:
-		case strings.HasSuffix(name, tmpSuffix):
+	d, err := classifyDir(l.fs, l.dir, names, true)
+	if err != nil {
+		return err
+	}
+	firsts, hasFirst := d.Segments, d.hasFirst
+	l.info.Quarantined = d.Quarantined
+	for _, name := range d.Temp {
+		if !l.readOnly {
 			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
 				return fmt.Errorf("wal: open: removing leftover %s: %w", name, err)
 			}
-			l.info.RemovedTemp++
-		default:
-			return fmt.Errorf("%w: %s in %s (only segments %s, quarantined tails %s, %s and %s belong there)",
-				ErrForeignFile, name, l.dir, segmentName(0), quarantineName(0, 0, 0), firstLSNName, lockName)
 		}
+		l.info.RemovedTemp++
 	}
-	if l.info.RemovedTemp > 0 {
+	if l.info.RemovedTemp > 0 && !l.readOnly {
 		if err := l.syncDir(); err != nil {
 			return fmt.Errorf("wal: open: %w", err)
 		}
 	}
 	recorded := false // the log has a first-lsn file
+	cut := noCutLSN   // a recorded cut a read-only Log must hide instead of finishing
 	if len(firsts) > 0 {
 		if firsts, recorded, err = l.checkFirst(firsts); err != nil {
 			return err
 		}
-		if firsts, err = l.finishTruncate(firsts); err != nil {
+		if firsts, cut, err = l.finishTruncate(firsts); err != nil {
 			return err
 		}
 	}
@@ -139,6 +128,9 @@ func (l *Log) recover() error {
 		// and RemoveBefore never removes the last one.
 		return &CorruptionError{Segment: firstLSNName, Offset: 0,
 			Reason: fmt.Sprintf("missing: %s records the start of a log, but no segment of it is left", firstLSNName)}
+	}
+	if len(firsts) == 0 && l.readOnly {
+		return fmt.Errorf("wal: open read-only: no log in %s (no segment file): %w", l.dir, fs.ErrNotExist)
 	}
 	if len(firsts) == 0 {
 		// A new log. Its directory's own entry must be durable before
@@ -196,76 +188,36 @@ func (l *Log) recover() error {
 		if err := checkSegment(scanBytes(buf, name, first)); err != nil {
 			return err
 		}
+		l.hideCut(buf, first, cut)
 		if i == 0 {
 			oldestVersion = binary.LittleEndian.Uint32(buf[8:12])
 		}
 		end, proven, err := l.recoverTail(buf, name, first)
+		for try := 1; err != nil && l.readOnly && try < readOnlyAttempts; try++ {
+			// A live writer may have written the segment while it was
+			// read (a frame of a later group seen, an earlier one not
+			// yet): the verdict stands only if the bytes do.
+			again, rerr := l.readSegment(path, nil)
+			if rerr != nil || bytes.Equal(again, buf) {
+				break
+			}
+			buf = again
+			l.hideCut(buf, first, cut)
+			l.info.TornBytes = 0
+			end, proven, err = l.recoverTail(buf, name, first)
+		}
 		if err != nil {
 			return err
 		}
 		l.info.Unvouched = int64(end - proven)
-		f, err := l.openFile(path, l.fs.OpenReadWrite)
-		if err != nil {
-			if f != nil {
-				f.Close()
-			}
-			return fmt.Errorf("wal: open: %w", err)
-		}
 		s := &segment{first: first, version: binary.LittleEndian.Uint32(buf[8:12]),
-			size: int64(len(buf)), limit: int64(len(buf)), path: path, f: f}
-		if l.method.Direct() {
-			// The partial block at the end of the frames is rewritten by
-			// the next write: keep its bytes. An unaligned end of a
-			// segment written by another method is left unused.
-			s.limit = alignDown(s.size, l.dio.align)
-			if endOff := s.offset(end); endOff <= s.limit {
-				blk := alignDown(endOff, l.dio.align)
-				l.dio.setTail(blk, buf[blk:endOff])
-			}
-		}
+			size: int64(len(buf)), limit: int64(len(buf)), path: path}
 		l.writeSeg, l.appendSeg, l.next = s, s, end
-		// After a process crash what was recovered may be only in the page
-		// cache (frames and segment names alike), yet every new frame will
-		// carry end as its watermark: make it durable first, or a later
-		// power loss would turn a lost unsynced frame into "damaged synced
-		// data" and an acknowledged record could vanish with its name.
-		if err := l.syncDir(); err != nil {
-			return fmt.Errorf("wal: open: %w", err)
+		if l.readOnly {
+			continue
 		}
-		// Frames no watermark vouches for may never have reached the disk
-		// even though the page cache holds them: after a failed fsync Linux
-		// marks the pages clean, and a sync now would write nothing. Write
-		// them again from what was read, so the sync below makes them
-		// durable before any new frame's watermark vouches for them.
-		if end > proven {
-			if err := l.rewrite(s, buf, proven, end); err != nil {
-				return fmt.Errorf("wal: open: rewriting the unvouched frames of %s: %w", name, err)
-			}
-		}
-		// A torn tail an earlier Open cut (its quarantine file says where)
-		// may still be on the disk although this Open reads zeros: if that
-		// Open's sync after zeroing failed, Linux marked the zeroed pages
-		// clean without writing them (fsyncgate), and a power loss would
-		// bring the cut frames back after new ones. Zero it again.
-		stale := int64(0)
-		for _, q := range l.info.Quarantined {
-			if q.FromLSN >= first && q.EndLSN > end {
-				stale = max(stale, int64(q.EndLSN-end))
-			}
-		}
-		stale = min(stale, s.size-s.offset(end))
-		if l.info.TornBytes > 0 {
-			off := s.offset(end)
-			if err := l.quarantine(end, buf[off:off+l.info.TornBytes]); err != nil {
-				return fmt.Errorf("wal: open: quarantining the torn tail of %s: %w", name, err)
-			}
-		}
-		if n := max(l.info.TornBytes, stale); n > 0 {
-			if err := l.zeroTail(s, end, n); err != nil {
-				return fmt.Errorf("wal: open: truncating the torn tail of %s: %w", name, err)
-			}
-		} else if err := l.syncFile(f); err != nil { // makes the recovered frames durable
-			return fmt.Errorf("wal: open: syncing %s: %w", name, err)
+		if err := l.repairTail(s, buf, end, proven); err != nil {
+			return err
 		}
 	}
 	if !recorded && oldestVersion >= 2 && firsts[0] != 0 {
@@ -275,7 +227,7 @@ func (l *Log) recover() error {
 		return &CorruptionError{Segment: segmentName(0), Offset: 0,
 			Reason: fmt.Sprintf("missing: %s is gone and the oldest segment present starts at LSN %d, not 0: the log's first segments are missing", firstLSNName, firsts[0])}
 	}
-	if !recorded && oldestVersion >= 2 {
+	if !recorded && oldestVersion >= 2 && !l.readOnly {
 		// Only a crash between creating the log's first segment and
 		// recording its start leaves a version-2 log without the record
 		// (an older build cannot read such a log, so the file costs no
@@ -288,6 +240,89 @@ func (l *Log) recover() error {
 	l.segFirsts, l.segSizes = firsts, sizes
 	l.info.FirstLSN, l.info.EndLSN = firsts[0], l.next
 	slices.SortStableFunc(l.info.Quarantined, func(a, b QuarantineFile) int { return cmp.Compare(a.FromLSN, b.FromLSN) })
+	return nil
+}
+
+// hideCut clears, in buf, the bytes of the last segment (from first) at and
+// after cut, a cut a read-only Log does not finish (noCutLSN: none), so that
+// it reads the segment as finishTruncate would leave it.
+func (l *Log) hideCut(buf []byte, first, cut LSN) {
+	if cut == noCutLSN {
+		return
+	}
+	if off := (&segment{first: first}).offset(cut); off < int64(len(buf)) {
+		clear(buf[off:])
+	}
+}
+
+// repairTail makes the recovered last segment s (its bytes buf, valid
+// frames up to end, vouched for up to proven) ready for appends: it opens
+// its write handle, makes the recovered frames and names durable, rewrites
+// the unvouched frames, quarantines and zeroes the torn tail (and any stale
+// one an earlier Open cut). A read-only Log never calls it.
+func (l *Log) repairTail(s *segment, buf []byte, end, proven LSN) error {
+	name := segmentName(s.first)
+	f, err := l.openFile(s.path, l.fs.OpenReadWrite)
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return fmt.Errorf("wal: open: %w", err)
+	}
+	s.f = f
+	if l.method.Direct() {
+		// The partial block at the end of the frames is rewritten by
+		// the next write: keep its bytes. An unaligned end of a
+		// segment written by another method is left unused.
+		s.limit = alignDown(s.size, l.dio.align)
+		if endOff := s.offset(end); endOff <= s.limit {
+			blk := alignDown(endOff, l.dio.align)
+			l.dio.setTail(blk, buf[blk:endOff])
+		}
+	}
+	// After a process crash what was recovered may be only in the page
+	// cache (frames and segment names alike), yet every new frame will
+	// carry end as its watermark: make it durable first, or a later
+	// power loss would turn a lost unsynced frame into "damaged synced
+	// data" and an acknowledged record could vanish with its name.
+	if err := l.syncDir(); err != nil {
+		return fmt.Errorf("wal: open: %w", err)
+	}
+	// Frames no watermark vouches for may never have reached the disk
+	// even though the page cache holds them: after a failed fsync Linux
+	// marks the pages clean, and a sync now would write nothing. Write
+	// them again from what was read, so the sync below makes them
+	// durable before any new frame's watermark vouches for them.
+	if end > proven {
+		if err := l.rewrite(s, buf, proven, end); err != nil {
+			return fmt.Errorf("wal: open: rewriting the unvouched frames of %s: %w", name, err)
+		}
+	}
+	// A torn tail an earlier Open cut (its quarantine file says where)
+	// may still be on the disk although this Open reads zeros: if that
+	// Open's sync after zeroing failed, Linux marked the zeroed pages
+	// clean without writing them (fsyncgate), and a power loss would
+	// bring the cut frames back after new ones. Zero it again.
+	stale := int64(0)
+	for _, q := range l.info.Quarantined {
+		if q.FromLSN >= s.first && q.EndLSN > end {
+			stale = max(stale, int64(q.EndLSN-end))
+		}
+	}
+	stale = min(stale, s.size-s.offset(end))
+	if l.info.TornBytes > 0 {
+		off := s.offset(end)
+		if err := l.quarantine(end, buf[off:off+l.info.TornBytes]); err != nil {
+			return fmt.Errorf("wal: open: quarantining the torn tail of %s: %w", name, err)
+		}
+	}
+	if n := max(l.info.TornBytes, stale); n > 0 {
+		if err := l.zeroTail(s, end, n); err != nil {
+			return fmt.Errorf("wal: open: truncating the torn tail of %s: %w", name, err)
+		}
+	} else if err := l.syncFile(f); err != nil { // makes the recovered frames durable
+		return fmt.Errorf("wal: open: syncing %s: %w", name, err)
+	}
 	return nil
 }
 
@@ -337,7 +372,8 @@ func (l *Log) syncFirstLSN() error {
 
 // checkFirst compares the segments found with the recorded start of the
 // log. Segments below it are what an interrupted RemoveBefore left: Open
-// finishes removing them. A first segment above it is missing: damage. A
+// finishes removing them (a read-only Log leaves them out of the log and
+// on the disk). A first segment above it is missing: damage. A
 // log without the record (written by an older build) is not checked.
 func (l *Log) checkFirst(firsts []LSN) (kept []LSN, recorded bool, err error) {
 	first, ok, err := l.readLSNFile(firstLSNName)
@@ -347,7 +383,7 @@ func (l *Log) checkFirst(firsts []LSN) (kept []LSN, recorded bool, err error) {
 	if !ok {
 		return firsts, false, nil
 	}
-	if len(firsts) > 1 && firsts[0] < first && firsts[1] <= first {
+	if len(firsts) > 1 && firsts[0] < first && firsts[1] <= first && !l.readOnly {
 		// The record is updated in place: after a process crash what was
 		// read may be only in the page cache. Make it durable before
 		// removing what it says is gone.
@@ -357,12 +393,14 @@ func (l *Log) checkFirst(firsts []LSN) (kept []LSN, recorded bool, err error) {
 	}
 	removed := false
 	for len(firsts) > 1 && firsts[0] < first && firsts[1] <= first {
-		if err := l.fs.Remove(filepath.Join(l.dir, segmentName(firsts[0]))); err != nil {
-			return nil, true, fmt.Errorf("wal: open: finishing an interrupted RemoveBefore: %w", err)
+		if !l.readOnly { // a read-only Log just leaves them out
+			if err := l.fs.Remove(filepath.Join(l.dir, segmentName(firsts[0]))); err != nil {
+				return nil, true, fmt.Errorf("wal: open: finishing an interrupted RemoveBefore: %w", err)
+			}
 		}
 		firsts, removed = firsts[1:], true
 	}
-	if removed {
+	if removed && !l.readOnly {
 		if err := l.syncDir(); err != nil {
 			return nil, true, fmt.Errorf("wal: open: %w", err)
 		}
@@ -446,7 +484,7 @@ func (l *Log) checkSealedSegment(path, name string, first, next LSN) (size int64
 	if off := sc.s.offset(next); off+endFrameSize > size {
 		return size, version, nil
 	}
-	if linked, err := sc.linkAt(next); err != nil || linked {
+	if linked, err := sc.linkAt(next); err != nil || linked || l.readOnly {
 		return size, version, err
 	}
 	if err := l.writeLink(&segment{first: first, version: version, size: size, path: path}, next); err != nil {
@@ -537,6 +575,12 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (x, proven LSN, er
 		// written after a link, so bytes after it are damage too, not a
 		// torn tail to cut.
 		at := lsn - endFrameSize
+		if l.readOnly && l.segmentExists(at) {
+			// A live writer rolled after the directory was listed: the
+			// log goes on in a segment this scan did not list. A
+			// read-only Log ends at the link.
+			return at, at, nil
+		}
 		return 0, 0, &CorruptionError{Segment: segmentName(at), Offset: 0,
 			Reason: fmt.Sprintf("missing: %s, the last segment present, continues at LSN %d in it", name, at)}
 	}
@@ -580,6 +624,17 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (x, proven LSN, er
 		l.info.Clean = false
 	}
 	return x, proven, nil
+}
+
+// segmentExists reports whether the segment starting at first is in the
+// log directory now.
+func (l *Log) segmentExists(first LSN) bool {
+	f, err := l.fs.Open(filepath.Join(l.dir, segmentName(first)))
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
 }
 
 // rewrite writes buf's bytes of the frames in [from, end) of s again, through

@@ -44,10 +44,14 @@ const truncateName = "truncate-lsn"
 //
 // Errors: ErrNotFound if lsn is below FirstLSN or beyond the appended LSN,
 // a *CorruptionError if no record starts at lsn, ErrClosed, ErrPoisoned,
+// ErrReadOnly (OpenReadOnly),
 // or the filesystem's error. A failure once the cut was being recorded
 // poisons the log (ErrPoisoned): reopen it, and Open either finds the old
 // log (the record never became durable) or finishes the cut.
 func (l *Log) TruncateAfter(lsn LSN) error {
+	if l.readOnly {
+		return ErrReadOnly
+	}
 	l.truncMu.Lock()
 	defer l.truncMu.Unlock()
 	l.removeMu.Lock() // RemoveBefore relies on the front of the segment list staying put
@@ -281,7 +285,14 @@ func encodeLSNRecord(lsn LSN) []byte {
 // readLSNFile reads the LSN recorded in name; ok is false if there is no
 // such file. A damaged record is a *CorruptionError.
 func (l *Log) readLSNFile(name string) (lsn LSN, ok bool, err error) {
-	f, err := l.fs.Open(filepath.Join(l.dir, name))
+	return readLSNRecord(l.fs, l.dir, name)
+}
+
+// readLSNRecord reads the LSN recorded in the file name of dir on fsys;
+// ok is false if there is no such file. A damaged record is a
+// *CorruptionError.
+func readLSNRecord(fsys vfs.FS, dir, name string) (lsn LSN, ok bool, err error) {
+	f, err := fsys.Open(filepath.Join(dir, name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, false, nil
 	}
@@ -301,40 +312,47 @@ func (l *Log) readLSNFile(name string) (lsn LSN, ok bool, err error) {
 // finishTruncate completes, at Open, a TruncateAfter a crash interrupted:
 // it removes the segments after the cut, zeroes the segment holding it from
 // the cut on, syncs both, and removes the record. It returns the segments
-// kept.
-func (l *Log) finishTruncate(firsts []LSN) ([]LSN, error) {
+// kept, and noCutLSN.
+//
+// A read-only Log changes nothing: it returns the segments the cut keeps
+// and the cut's LSN, from which recover reads the last kept segment as
+// zeros, so the log looks as it will once the cut is finished.
+func (l *Log) finishTruncate(firsts []LSN) (kept []LSN, cut LSN, err error) {
 	cut, ok, err := l.readLSNFile(truncateName)
 	if err != nil || !ok {
-		return firsts, err
+		return firsts, noCutLSN, err
 	}
 	k := len(firsts) - 1
 	for k >= 0 && firsts[k] > cut {
 		k--
 	}
 	if k < 0 {
-		return nil, &CorruptionError{Segment: truncateName, Offset: 0,
+		return nil, noCutLSN, &CorruptionError{Segment: truncateName, Offset: 0,
 			Reason: fmt.Sprintf("a truncation at LSN %d was recorded, but the oldest segment starts at LSN %d", cut, firsts[0])}
+	}
+	if l.readOnly {
+		return firsts[:k+1], cut, nil
 	}
 	for _, f := range firsts[k+1:] {
 		if err := l.fs.Remove(filepath.Join(l.dir, segmentName(f))); err != nil {
-			return nil, fmt.Errorf("wal: open: finishing an interrupted TruncateAfter: %w", err)
+			return nil, noCutLSN, fmt.Errorf("wal: open: finishing an interrupted TruncateAfter: %w", err)
 		}
 	}
 	firsts = firsts[:k+1]
 	if err := l.syncDir(); err != nil {
-		return nil, fmt.Errorf("wal: open: %w", err)
+		return nil, noCutLSN, fmt.Errorf("wal: open: %w", err)
 	}
 	path := filepath.Join(l.dir, segmentName(firsts[k]))
 	buf, err := l.readSegment(path, nil)
 	if err != nil {
-		return nil, err
+		return nil, noCutLSN, err
 	}
 	s := &segment{first: firsts[k], size: int64(len(buf)), path: path}
 	if off := s.offset(cut); off < int64(len(buf)) {
 		if last := lastNonZeroFrom(buf, off); last >= 0 {
 			f, err := l.fs.OpenReadWrite(path, vfs.Fdatasync)
 			if err != nil {
-				return nil, fmt.Errorf("wal: open: %w", err)
+				return nil, noCutLSN, fmt.Errorf("wal: open: %w", err)
 			}
 			z := make([]byte, last+1-off)
 			_, err = f.WriteAt(z, off)
@@ -345,19 +363,22 @@ func (l *Log) finishTruncate(firsts []LSN) ([]LSN, error) {
 				err = cerr
 			}
 			if err != nil {
-				return nil, fmt.Errorf("wal: open: finishing an interrupted TruncateAfter in %s: %w", path, err)
+				return nil, noCutLSN, fmt.Errorf("wal: open: finishing an interrupted TruncateAfter in %s: %w", path, err)
 			}
 		}
 	}
 	if err := l.fs.Remove(filepath.Join(l.dir, truncateName)); err != nil {
-		return nil, fmt.Errorf("wal: open: %w", err)
+		return nil, noCutLSN, fmt.Errorf("wal: open: %w", err)
 	}
 	if err := l.syncDir(); err != nil {
-		return nil, fmt.Errorf("wal: open: %w", err)
+		return nil, noCutLSN, fmt.Errorf("wal: open: %w", err)
 	}
 	l.opts.Logger.Warn("wal: finished an interrupted truncation", "dir", l.dir, "lsn", cut)
-	return firsts, nil
+	return firsts, noCutLSN, nil
 }
 
 // noCut is a Reader's cut while no TruncateAfter has cut below it.
 const noCut = math.MaxUint64
+
+// noCutLSN is finishTruncate's cut when no cut is left for recovery to hide.
+const noCutLSN = ^LSN(0)

@@ -35,6 +35,7 @@ type Log struct {
 	method   vfs.SyncMethod // the sync method in use (after any fallback)
 	fellBack bool           // method is a fallback from opts.SyncMethod
 	opening  bool           // Open is running: a refused method may fall back
+	readOnly bool           // opened by OpenReadOnly: nothing is written, removed or synced
 
 	mu            sync.Mutex // guards the fields down to the blank line
 	next          LSN        // where the next frame goes (the appended LSN)
@@ -129,33 +130,11 @@ func (b *logBuffer) reset(start LSN) {
 // of another format version, vfs.ErrLocked, ErrNoSpace if the first
 // segment cannot be created, or the filesystem's error with the path.
 func Open(dir string, opts Options) (*Log, error) {
-	opts = opts.withDefaults()
-	if err := opts.validate(); err != nil {
+	l, err := newLog(dir, opts)
+	if err != nil {
 		return nil, err
 	}
-	if dir == "" {
-		return nil, fmt.Errorf("%w: empty directory name", ErrInvalidOptions)
-	}
-	l := &Log{
-		dir:    dir,
-		opts:   opts,
-		fs:     opts.FS,
-		pol:    opts.Policy,
-		opened: time.Now(),
-		stop:   make(chan struct{}),
-		method: opts.SyncMethod,
-		dio:    dioState{align: 1, source: "none"},
-	}
-	q, err := groupcommit.New(l.flush, opts.GroupCommit)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
-	}
-	if o := opts.Observer; o != nil {
-		q.OnGroup(func(size uint64, level groupcommit.Level) {
-			o.ObserveGroup(GroupEvent{Size: size, Synced: level == groupcommit.Synced})
-		})
-	}
-	l.q = q
+	q := l.q
 	if err := l.makeDir(dir); err != nil {
 		return nil, fmt.Errorf("wal: open: %w", err)
 	}
@@ -194,6 +173,39 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	l.opts.Logger.Info("wal: opened", "dir", dir, "lsn", l.next, "policy", l.pol.String(),
 		"sync_method", l.method.String(), "segments", l.info.Segments, "torn_bytes", l.info.TornBytes)
+	return l, nil
+}
+
+// newLog checks opts and dir and returns a Log for Open or OpenReadOnly to
+// recover, with its group-commit queue.
+func newLog(dir string, opts Options) (*Log, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("%w: empty directory name", ErrInvalidOptions)
+	}
+	l := &Log{
+		dir:    dir,
+		opts:   opts,
+		fs:     opts.FS,
+		pol:    opts.Policy,
+		opened: time.Now(),
+		stop:   make(chan struct{}),
+		method: opts.SyncMethod,
+		dio:    dioState{align: 1, source: "none"},
+	}
+	q, err := groupcommit.New(l.flush, opts.GroupCommit)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	if o := opts.Observer; o != nil {
+		q.OnGroup(func(size uint64, level groupcommit.Level) {
+			o.ObserveGroup(GroupEvent{Size: size, Synced: level == groupcommit.Synced})
+		})
+	}
+	l.q = q
 	return l, nil
 }
 
@@ -266,12 +278,16 @@ func (l *Log) Append(rec []byte) (LSN, error) {
 // still become durable. If ctx is already done when AppendContext is called,
 // or ends before rec got an LSN (waiting for log-buffer space or a new
 // segment), nothing is appended and the error matches both ErrNotAppended
-// and ctx.Err() (errors.Is). Errors: ErrEmptyRecord, ErrRecordTooLarge (nothing
+// and ctx.Err() (errors.Is). Errors: ErrReadOnly (OpenReadOnly; nothing
+// appended), ErrEmptyRecord, ErrRecordTooLarge (nothing
 // appended), ErrClosed, ErrNoSpace (no new segment could be created; nothing
 // appended, the log is not poisoned), an error matching ErrPoisoned after a
 // failed write or sync, and for the commits of the group whose write or sync
 // failed one that also matches ErrDurabilityUnknown.
 func (l *Log) AppendContext(ctx context.Context, rec []byte, opts ...AppendOption) (LSN, error) {
+	if l.readOnly {
+		return 0, ErrReadOnly
+	}
 	start := time.Since(l.opened) // one monotonic clock read: time.Now reads two clocks
 	if len(rec) == 0 {
 		return 0, ErrEmptyRecord
@@ -313,6 +329,9 @@ func (l *Log) AppendBatch(ctx context.Context, recs [][]byte, opts ...AppendOpti
 // filled; with any other error none is. It returns the first record's LSN,
 // and the errors of AppendBatch. Safe for concurrent use.
 func (l *Log) AppendBatchLSNs(ctx context.Context, recs [][]byte, lsns []LSN, opts ...AppendOption) (LSN, error) {
+	if l.readOnly {
+		return 0, ErrReadOnly
+	}
 	if len(lsns) < len(recs) {
 		panic(fmt.Sprintf("wal: AppendBatchLSNs: %d LSN slots for %d records", len(lsns), len(recs)))
 	}
@@ -320,6 +339,9 @@ func (l *Log) AppendBatchLSNs(ctx context.Context, recs [][]byte, lsns []LSN, op
 }
 
 func (l *Log) appendBatch(ctx context.Context, recs [][]byte, lsns []LSN, opts []AppendOption) (LSN, error) {
+	if l.readOnly {
+		return 0, ErrReadOnly
+	}
 	start := time.Since(l.opened)
 	if len(recs) == 0 {
 		return 0, ErrEmptyRecord
@@ -593,12 +615,16 @@ func (l *Log) startPrepareLocked() {
 
 // Sync makes every record appended before the call durable, under any
 // policy (like FLUSH LOGS or a forced sync commit). It returns nil once the
-// sync covering them returned. Errors: ErrClosed, ErrPoisoned, ctx's error.
+// sync covering them returned. Errors: ErrClosed, ErrPoisoned, ctx's error,
+// ErrReadOnly (OpenReadOnly).
 func (l *Log) Sync() error { return l.SyncContext(context.Background()) }
 
 // SyncContext is Sync with a context: if ctx ends first it returns ctx.Err()
 // and the sync may still happen.
 func (l *Log) SyncContext(ctx context.Context) error {
+	if l.readOnly {
+		return ErrReadOnly
+	}
 	l.mu.Lock()
 	err := l.usableLocked()
 	qend := uint64(l.next) + l.qbase
@@ -610,10 +636,14 @@ func (l *Log) SyncContext(ctx context.Context) error {
 }
 
 // WaitDurable returns once the record at lsn is durable, forcing a sync if
-// needed (the analogue of Redis WAITAOF). Errors: ErrClosed once Close has
+// needed (the analogue of Redis WAITAOF). Errors: ErrReadOnly on a Log
+// opened with OpenReadOnly (whatever lsn), ErrClosed once Close has
 // been called (whatever lsn), ErrPoisoned, ErrNotFound if no record at or
 // after lsn was appended, ctx's error.
 func (l *Log) WaitDurable(ctx context.Context, lsn LSN) error {
+	if l.readOnly {
+		return ErrReadOnly // it may have to sync
+	}
 	l.mu.Lock()
 	err := l.usableLocked()
 	qbase := l.qbase
@@ -642,7 +672,9 @@ func (l *Log) WrittenLSN() LSN { return LSN(l.written.Load()) }
 // before it survives a power loss. Safe at any time.
 func (l *Log) SyncedLSN() LSN { return LSN(l.synced.Load()) }
 
-// Recovered returns what Open found and repaired.
+// Recovered returns what Open found and repaired. On a Log opened with
+// OpenReadOnly nothing was repaired: it returns what Open would find and
+// repair (see OpenReadOnly).
 func (l *Log) Recovered() RecoveryInfo { return l.info }
 
 // Dir returns the log's directory.
@@ -655,7 +687,9 @@ func (l *Log) Dir() string { return l.dir }
 // flush made their records durable (written, for a write-only wait), and
 // ErrClosed otherwise; none is left waiting. Close returns the final flush's error (ErrPoisoned if the log
 // was poisoned: then records after the synced LSN may be lost), or ErrClosed
-// if already closed.
+// if already closed. On a Log opened with OpenReadOnly, Close only closes
+// its files (no flush, no end frame, no sync: it writes nothing) and
+// returns nil, or ErrClosed if already closed.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -667,7 +701,10 @@ func (l *Log) Close() error {
 	l.mu.Unlock()
 	close(l.stop)
 	l.notifyTail() // waiting Readers see ErrClosed
-	l.q.Drain()    // end any group delay at once: the final flush must not wait it out
+	if l.readOnly {
+		return l.closeReadOnly()
+	}
+	l.q.Drain() // end any group delay at once: the final flush must not wait it out
 
 	err := l.poisoned()
 	if err == nil {

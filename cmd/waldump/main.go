@@ -1,0 +1,317 @@
+// Command waldump prints what a durawal log directory holds and what Open
+// would make of it, without changing a byte: it reads the files with
+// wal.InspectDir and wal.InspectSegment, which also work on a damaged log,
+// and takes the verdict of the recovery rule from wal.OpenReadOnly, which
+// takes no lock, so it may run beside the log's writer.
+//
+// Usage:
+//
+//	waldump [-frames] [-records N] [-json] DIR
+//
+// It lists the segments (name, first LSN, size, format version, records,
+// where the chain of valid frames ends, how the segment closes, status:
+// sealed, last, below the recorded start, after a pending cut), the
+// first-lsn and truncate-lsn records, quarantined torn tails, leftover
+// temporary and foreign files, and the verdict: the end LSN, torn and
+// unvouched bytes and whether the log was closed cleanly, or the error Open
+// would return. -frames adds every frame (LSN, offset, size, payload
+// length, kind, watermark, and why a position is invalid); -records N
+// prints the first N records Open would recover; -json prints all of it as
+// one JSON object.
+//
+// Exit status: 0 if Open would open the log, 1 if it would fail (the
+// verdict says why: damage, a missing segment, a foreign file, an
+// unsupported format version), 2 for a usage error or a directory that
+// holds no log.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/durawal/durawal/wal"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// dump is everything waldump prints, in -json's shape.
+type dump struct {
+	Dir         string               `json:"dir"`
+	FirstLSN    *lsnRecord           `json:"first_lsn"`
+	TruncateLSN *lsnRecord           `json:"truncate_lsn"`
+	Segments    []segment            `json:"segments"`
+	Quarantined []wal.QuarantineFile `json:"quarantined"`
+	Temp        []string             `json:"temp"`
+	Foreign     []string             `json:"foreign"`
+	Verdict     verdict              `json:"verdict"`
+	Records     []record             `json:"records,omitempty"`
+}
+
+type lsnRecord struct {
+	LSN   wal.LSN `json:"lsn"`
+	Error string  `json:"error,omitempty"`
+}
+
+type segment struct {
+	Name          string  `json:"name"`
+	FirstLSN      wal.LSN `json:"first_lsn"`
+	Size          int64   `json:"size"`
+	Version       uint32  `json:"version"`
+	HeaderError   string  `json:"header_error,omitempty"`
+	Records       int     `json:"records"`
+	ChainEnd      wal.LSN `json:"chain_end"`
+	Closing       string  `json:"closing"`
+	MaxWatermark  wal.LSN `json:"max_watermark"`
+	TrailingBytes int64   `json:"trailing_bytes"`
+	Status        string  `json:"status"`
+	Frames        []frame `json:"frames,omitempty"`
+}
+
+type frame struct {
+	LSN       wal.LSN `json:"lsn"`
+	Offset    int64   `json:"offset"`
+	Size      int64   `json:"size"`
+	Length    uint32  `json:"length"`
+	Kind      string  `json:"kind"`
+	Watermark wal.LSN `json:"watermark"`
+	Valid     bool    `json:"valid"`
+	Problem   string  `json:"problem,omitempty"`
+	Stray     bool    `json:"stray,omitempty"`
+}
+
+type verdict struct {
+	Opens       bool    `json:"opens"`
+	Error       string  `json:"error,omitempty"`
+	Corrupt     bool    `json:"corrupt,omitempty"`
+	Segments    int     `json:"segments"`
+	FirstLSN    wal.LSN `json:"first_lsn"`
+	EndLSN      wal.LSN `json:"end_lsn"`
+	TornBytes   int64   `json:"torn_bytes"`
+	Unvouched   int64   `json:"unvouched_bytes"`
+	Clean       bool    `json:"clean"`
+	RemovedTemp int     `json:"temp_files_to_remove"`
+}
+
+type record struct {
+	LSN     wal.LSN `json:"lsn"`
+	Length  int     `json:"length"`
+	Payload string  `json:"payload"` // the first bytes, quoted
+}
+
+// run is waldump with its arguments and outputs; it returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("waldump", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	frames := fl.Bool("frames", false, "list every frame of every segment")
+	records := fl.Int("records", 0, "print the first `N` records Open would recover")
+	asJSON := fl.Bool("json", false, "print one JSON object instead of text")
+	fl.Usage = func() {
+		fmt.Fprintln(stderr, "usage: waldump [-frames] [-records N] [-json] DIR")
+		fl.PrintDefaults()
+	}
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	if fl.NArg() != 1 || *records < 0 {
+		fl.Usage()
+		return 2
+	}
+	dir := fl.Arg(0)
+	d, err := collect(dir, *frames, *records)
+	if err != nil {
+		fmt.Fprintf(stderr, "waldump: %v\n", err)
+		return 2
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(d); err != nil {
+			fmt.Fprintf(stderr, "waldump: %v\n", err)
+			return 2
+		}
+	} else {
+		printText(stdout, d)
+	}
+	if !d.Verdict.Opens {
+		return 1
+	}
+	return 0
+}
+
+// collect reads dir: its files, every segment, the verdict, and the first
+// n records.
+func collect(dir string, withFrames bool, n int) (*dump, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", dir)
+	}
+	di, err := wal.InspectDir(nil, dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(di.Segments) == 0 {
+		msg := fmt.Sprintf("%s holds no durawal log: no segment file (%020d.wal)", dir, 0)
+		if len(di.Foreign) > 0 {
+			msg += fmt.Sprintf("; it holds %d other files, such as %s", len(di.Foreign), di.Foreign[0])
+		}
+		return nil, errors.New(msg)
+	}
+	d := &dump{Dir: dir, Quarantined: di.Quarantined, Temp: di.Temp, Foreign: di.Foreign}
+	if di.First.Present {
+		d.FirstLSN = &lsnRecord{LSN: di.First.LSN, Error: errString(di.First.Err)}
+	}
+	if di.Truncate.Present {
+		d.TruncateLSN = &lsnRecord{LSN: di.Truncate.LSN, Error: errString(di.Truncate.Err)}
+	}
+	for i, first := range di.Segments {
+		name := fmt.Sprintf("%020d.wal", uint64(first))
+		var fs []frame
+		si, err := wal.InspectSegment(nil, filepath.Join(dir, name), func(fi wal.FrameInfo) error {
+			if withFrames {
+				fs = append(fs, frame{LSN: fi.LSN, Offset: fi.Offset, Size: fi.Size, Length: fi.Length,
+					Kind: fi.Kind.String(), Watermark: fi.Watermark, Valid: fi.Problem == "", Problem: fi.Problem, Stray: fi.Stray})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		d.Segments = append(d.Segments, segment{Name: name, FirstLSN: first, Size: si.Size, Version: si.Version,
+			HeaderError: errString(si.HeaderErr), Records: si.Records, ChainEnd: si.ChainEnd,
+			Closing: closing(si.Closing), MaxWatermark: si.MaxWatermark, TrailingBytes: si.TrailingBytes,
+			Status: status(di, i), Frames: fs})
+	}
+
+	l, err := wal.OpenReadOnly(dir, wal.Options{})
+	if err != nil {
+		d.Verdict = verdict{Error: err.Error(), Corrupt: errors.Is(err, wal.ErrCorrupt)}
+		return d, nil
+	}
+	defer l.Close()
+	info := l.Recovered()
+	d.Verdict = verdict{Opens: true, Segments: info.Segments, FirstLSN: info.FirstLSN, EndLSN: info.EndLSN,
+		TornBytes: info.TornBytes, Unvouched: info.Unvouched, Clean: info.Clean, RemovedTemp: info.RemovedTemp}
+	if n > 0 {
+		r, err := l.NewReader(l.FirstLSN())
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		for len(d.Records) < n {
+			lsn, rec, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			p := rec[:min(len(rec), 48)]
+			d.Records = append(d.Records, record{LSN: lsn, Length: len(rec), Payload: strconv.QuoteToASCII(string(p))})
+		}
+	}
+	return d, nil
+}
+
+// status names a segment's place in the log, from the directory alone.
+func status(di wal.DirInfo, i int) string {
+	segs := di.Segments
+	switch {
+	case di.First.Present && di.First.Err == nil && i+1 < len(segs) && segs[i+1] <= di.First.LSN:
+		return "below start (an interrupted RemoveBefore left it)"
+	case di.Truncate.Present && di.Truncate.Err == nil && segs[i] > di.Truncate.LSN:
+		return "after the pending cut"
+	case i == len(segs)-1 || (di.Truncate.Present && di.Truncate.Err == nil && segs[i+1] > di.Truncate.LSN):
+		return "last"
+	}
+	return "sealed"
+}
+
+func closing(k wal.FrameKind) string {
+	if k == wal.FrameInvalid {
+		return "none"
+	}
+	return k.String()
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func printText(w io.Writer, d *dump) {
+	fmt.Fprintf(w, "log %s\n", d.Dir)
+	printRecord(w, "first-lsn", d.FirstLSN, "none (a format-1 log, or one whose creation a crash interrupted)")
+	printRecord(w, "truncate-lsn", d.TruncateLSN, "none (no cut pending)")
+	fmt.Fprintf(w, "segments: %d\n", len(d.Segments))
+	for _, s := range d.Segments {
+		fmt.Fprintf(w, "  %s  first %d  size %d  version %d  records %d  frames end at %d  closes with %s  max watermark %d  %s\n",
+			s.Name, s.FirstLSN, s.Size, s.Version, s.Records, s.ChainEnd, s.Closing, s.MaxWatermark, s.Status)
+		if s.HeaderError != "" {
+			fmt.Fprintf(w, "    bad header: %s\n", s.HeaderError)
+		}
+		if s.TrailingBytes > 0 {
+			fmt.Fprintf(w, "    %d non-zero bytes after the frames\n", s.TrailingBytes)
+		}
+		for _, f := range s.Frames {
+			state := "valid"
+			if !f.Valid {
+				state = "INVALID: " + f.Problem
+			}
+			stray := ""
+			if f.Stray {
+				stray = "  (stray: past the first invalid position)"
+			}
+			fmt.Fprintf(w, "    lsn %d  offset %d  size %d  length %d  %s  watermark %d  %s%s\n",
+				f.LSN, f.Offset, f.Size, f.Length, f.Kind, f.Watermark, state, stray)
+		}
+	}
+	for _, q := range d.Quarantined {
+		fmt.Fprintf(w, "quarantined: %s  LSN %d to %d  %d bytes\n", q.Name, q.FromLSN, q.EndLSN, q.Bytes)
+	}
+	for _, n := range d.Temp {
+		fmt.Fprintf(w, "temporary file: %s\n", n)
+	}
+	for _, n := range d.Foreign {
+		fmt.Fprintf(w, "foreign file: %s\n", n)
+	}
+	for _, r := range d.Records {
+		fmt.Fprintf(w, "record lsn %d  length %d  %s\n", r.LSN, r.Length, r.Payload)
+	}
+	v := d.Verdict
+	if !v.Opens {
+		kind := "would fail"
+		if v.Corrupt {
+			kind = "would fail: the log is damaged"
+		}
+		fmt.Fprintf(w, "verdict: Open %s: %s\n", kind, v.Error)
+		return
+	}
+	clean := "no (ended by a crash or without Close)"
+	if v.Clean {
+		clean = "yes"
+	}
+	fmt.Fprintf(w, "verdict: Open would recover LSN %d to %d in %d segments; torn bytes %d; unvouched bytes %d; clean close %s; temporary files to remove %d (nothing was repaired)\n",
+		v.FirstLSN, v.EndLSN, v.Segments, v.TornBytes, v.Unvouched, clean, v.RemovedTemp)
+}
+
+func printRecord(w io.Writer, name string, r *lsnRecord, none string) {
+	switch {
+	case r == nil:
+		fmt.Fprintf(w, "%s: %s\n", name, none)
+	case r.Error != "":
+		fmt.Fprintf(w, "%s: damaged: %s\n", name, r.Error)
+	default:
+		fmt.Fprintf(w, "%s: %d\n", name, r.LSN)
+	}
+}

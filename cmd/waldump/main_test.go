@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/durawal/durawal/policy"
+	"github.com/durawal/durawal/wal"
+	"github.com/stretchr/testify/require"
+)
+
+// dumpDir runs waldump with args and returns its exit status and output.
+func dumpDir(args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// hashDir hashes every file of dir by name.
+func hashDir(t *testing.T, dir string) map[string][32]byte {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	m := map[string][32]byte{}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		require.NoError(t, err)
+		m[e.Name()] = sha256.Sum256(b)
+	}
+	return m
+}
+
+// newLog writes n records of 200 bytes to a log in a new directory with
+// 4 KiB segments and returns the directory and the segment names.
+func newLog(t *testing.T, n int, close bool) (string, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	l, err := wal.Open(dir, wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncNever()})
+	require.NoError(t, err)
+	for i := range n {
+		_, err := l.Append(bytes.Repeat([]byte{byte('a' + i%26)}, 200))
+		require.NoError(t, err)
+	}
+	require.NoError(t, l.Sync())
+	if close {
+		require.NoError(t, l.Close())
+	} else {
+		t.Cleanup(func() { l.Close() })
+	}
+	segs, err := filepath.Glob(filepath.Join(dir, "*.wal"))
+	require.NoError(t, err)
+	return dir, segs
+}
+
+func TestDumpFixtures(t *testing.T) {
+	for _, dir := range []string{"../../wal/testdata/format-v1", "../../wal/testdata/format-v2"} {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			before := hashDir(t, dir)
+			code, out, errOut := dumpDir("-frames", "-records", "3", dir)
+			require.Equal(t, 0, code, errOut)
+			require.Contains(t, out, "segments: 9")
+			require.Contains(t, out, "00000000000000028528.wal  first 28528")
+			require.Contains(t, out, "lsn 0  offset 32  size 32  length 1  record")
+			require.Contains(t, out, `record lsn 0  length 1  "r"`)
+			require.Contains(t, out, "verdict: Open would recover LSN 0 to 30000 in 9 segments")
+			require.Equal(t, before, hashDir(t, dir), "waldump changed the fixture")
+
+			code, out, _ = dumpDir("-json", dir)
+			require.Equal(t, 0, code)
+			var d dump
+			require.NoError(t, json.Unmarshal([]byte(out), &d))
+			require.Len(t, d.Segments, 9)
+			require.True(t, d.Verdict.Opens)
+			require.Equal(t, wal.LSN(30000), d.Verdict.EndLSN)
+		})
+	}
+}
+
+func TestDumpTornTailAndLiveWriter(t *testing.T) {
+	dir, segs := newLog(t, 30, false) // the writer stays open
+	last := segs[len(segs)-1]
+	b, err := os.ReadFile(last)
+	require.NoError(t, err)
+	end := bytes.LastIndexFunc(b, func(r rune) bool { return r != 0 }) + 1
+	end = (end + 7) &^ 7
+	copy(b[end+8:], "torn bytes after the last frame")
+	require.NoError(t, os.WriteFile(last, b, 0o644))
+
+	before := hashDir(t, dir)
+	code, out, errOut := dumpDir("-frames", dir)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "verdict: Open would recover")
+	require.NotContains(t, out, "torn bytes 0;")
+	require.Contains(t, out, "non-zero bytes after the frames")
+	require.Contains(t, out, "INVALID: ")
+	require.Contains(t, out, "clean close no")
+	require.Equal(t, before, hashDir(t, dir), "waldump changed the log")
+}
+
+func TestDumpDamage(t *testing.T) {
+	dir, segs := newLog(t, 40, true)
+	require.Greater(t, len(segs), 2)
+	b, err := os.ReadFile(segs[0])
+	require.NoError(t, err)
+	b[32+24+10] ^= 0x20 // a payload byte of the first record of a sealed segment
+	require.NoError(t, os.WriteFile(segs[0], b, 0o644))
+
+	before := hashDir(t, dir)
+	code, out, _ := dumpDir("-frames", dir)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "INVALID: checksum mismatch")
+	require.Contains(t, out, "(stray: past the first invalid position)")
+	require.Contains(t, out, "verdict: Open would fail: the log is damaged: wal: corrupt segment "+filepath.Base(segs[0]))
+	require.Equal(t, before, hashDir(t, dir), "waldump changed the log")
+
+	code, out, _ = dumpDir("-json", dir)
+	require.Equal(t, 1, code)
+	var d dump
+	require.NoError(t, json.Unmarshal([]byte(out), &d))
+	require.True(t, d.Verdict.Corrupt)
+	require.False(t, d.Verdict.Opens)
+}
+
+func TestDumpBadInput(t *testing.T) {
+	code, _, errOut := dumpDir()
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "usage: waldump")
+	code, _, _ = dumpDir("-nosuchflag", ".")
+	require.Equal(t, 2, code)
+	code, _, _ = dumpDir("-records", "-1", ".")
+	require.Equal(t, 2, code)
+
+	code, _, errOut = dumpDir(filepath.Join(t.TempDir(), "missing"))
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "no such file or directory")
+
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	code, _, errOut = dumpDir(file)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "is not a directory")
+
+	other := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(other, "notes.txt"), []byte("x"), 0o644))
+	code, _, errOut = dumpDir(other)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "holds no durawal log")
+	require.Contains(t, errOut, "notes.txt")
+
+	// Garbage named like a segment, and a segment cut short: reported, no panic.
+	garbage := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(garbage, "00000000000000000000.wal"), bytes.Repeat([]byte("garbage!"), 100), 0o644))
+	code, out, _ := dumpDir("-frames", garbage)
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "bad header: wal: corrupt segment 00000000000000000000.wal at offset 0: bad segment magic")
+	require.Contains(t, out, "verdict: Open would fail")
+
+	dir, segs := newLog(t, 40, true)
+	last := segs[len(segs)-1]
+	b, err := os.ReadFile(last)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(last, b[:1000], 0o644))
+	code, out, _ = dumpDir("-frames", dir)
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "truncated or extended")
+	require.True(t, strings.Contains(out, "verdict: Open would fail: the log is damaged"), out)
+
+	short := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(short, "00000000000000000000.wal"), []byte("dur"), 0o644))
+	code, out, _ = dumpDir(short)
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "too short to hold a segment header")
+}
