@@ -261,7 +261,20 @@ func TestOpenReadOnlyDamagedSealedSegment(t *testing.T) {
 	b[segHeader+frameHeader+10] ^= 0x40 // a payload byte of the first record
 	setFile(t, mem, first, b)
 
-	_, err := checkReadOnlyMatchesOpen(t, mem, opts, "damaged sealed segment")
+	// A default OpenReadOnly, like Open, trusts the sealed segment by its
+	// link frame: its reader finds the damage. With VerifyOnOpen both
+	// fail on it.
+	ro, err := wal.OpenReadOnly(logDir, wal.Options{FS: mem, SegmentSize: opts.SegmentSize})
+	require.NoError(t, err)
+	require.Equal(t, 2, ro.Recovered().TrustedSegments)
+	r, err := ro.NewReader(0)
+	require.NoError(t, err)
+	_, _, err = r.Next()
+	require.ErrorIs(t, err, wal.ErrCorrupt)
+	require.NoError(t, r.Close())
+	require.NoError(t, ro.Close())
+	opts.VerifyOnOpen = true
+	_, err = checkReadOnlyMatchesOpen(t, mem, opts, "damaged sealed segment")
 	var ce *wal.CorruptionError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, first, ce.Segment)

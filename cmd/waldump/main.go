@@ -2,7 +2,10 @@
 // would make of it, without changing a byte: it reads the files with
 // wal.InspectDir and wal.InspectSegment, which also work on a damaged log,
 // and takes the verdict of the recovery rule from wal.OpenReadOnly, which
-// takes no lock, so it may run beside the log's writer.
+// takes no lock, so it may run beside the log's writer. The verdict is that
+// of Open with VerifyOnOpen: every frame of every segment checked (a default
+// Open trusts sealed segments by their link frames and leaves damage inside
+// them to the reader that reaches it).
 //
 // Usage:
 //
@@ -191,7 +194,10 @@ func collect(dir string, withFrames bool, n int) (*dump, error) {
 			Status: status(di, i), Frames: fs})
 	}
 
-	l, err := wal.OpenReadOnly(dir, wal.Options{})
+	// Every frame of every segment: a dump is where damage in a sealed
+	// segment, which a default Open leaves to the reader that reaches it,
+	// should show.
+	l, err := wal.OpenReadOnly(dir, wal.Options{VerifyOnOpen: true})
 	if err != nil {
 		d.Verdict = verdict{Error: err.Error(), Corrupt: errors.Is(err, wal.ErrCorrupt)}
 		return d, nil
