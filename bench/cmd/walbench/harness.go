@@ -115,6 +115,8 @@ type result struct {
 	FsyncMean       time.Duration   `json:"fsync_mean_ns"`
 	Latency         measure.Summary `json:"latency"`
 	Worst           *tailCauses     `json:"worst_commits,omitempty"`
+	// Long holds the long experiment's extra figures.
+	Long *longFigures `json:"long,omitempty"`
 	// Percentiles is the latency curve from p50 to p99.99 (charts).
 	Percentiles []measure.Point `json:"latency_percentiles,omitempty"`
 }
