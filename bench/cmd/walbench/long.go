@@ -541,6 +541,7 @@ func longTables(lr *longResult, rounds int) []table {
 		{metric: "p9999_us", format: fmtUSf}, {metric: "max_us", format: fmtUSf},
 		{metric: "over_10ms", format: fmtCount}, {metric: "over_100ms", format: fmtCount},
 		{metric: "rolls", format: fmtCount, noFlag: true}, {metric: "segment_stalls", format: fmtCount, noFlag: true},
+		{metric: "prepare_ms_per_segment", format: fmtDashOr(fmtFloat1)},
 	})
 	tb := table{
 		title: fmt.Sprintf("long — the segment lifecycle in the worst commits: %s of %d-byte records per cell, %s segments",
@@ -558,14 +559,15 @@ func longTables(lr *longResult, rounds int) []table {
 				"the ceiling for =2 and =0.", datasyncName),
 			"Throughput is commits/s and payload MiB/s up to the last commit's return. Over 10 ms / over 100 ms count commits " +
 				"slower than that. Rolls and segment waits (appends that waited for the next segment, Stats.SegmentCreateStalls) " +
-				"are wal.Stats over the commits.",
+				"are wal.Stats over the commits; prepare ms/segment is Stats.Prepare.PrepareTime ÷ Prepared over them (zero-fill " +
+				"and sync of one segment in the background).",
 			fmt.Sprintf("Targets (issue 13): at innodb=1 × 16, no more commits over 10 ms than the raw loop, and p99.99 ≤ %d× the raw loop's p99.9; "+
 				"innodb=2 and innodb=0 max ≤ %s ms; write amplification ≤ %.2f×; innodb=2 ≥ %.2f× the raw pwrite throughput. "+
 				"The second table checks them on the medians.", targetTailRatio, fmtMS(targetBufferedMax), targetWA, targetThroughput),
 			roundsNote(rounds),
 		},
 		header: []string{"cell", "commits", "commits/s", "MiB/s", "p50 µs", "p99 µs", "p99.9 µs", "p99.99 µs", "max µs",
-			"> 10 ms", "> 100 ms", "rolls", "segment waits", "write amplification"},
+			"> 10 ms", "> 100 ms", "rolls", "segment waits", "prepare ms/segment", "write amplification"},
 	}
 	for i, c := range cells {
 		tb.rows = append(tb.rows, append(append([]string{labels[i]}, rows[i]...), waCell(c)))
@@ -573,6 +575,16 @@ func longTables(lr *longResult, rounds int) []table {
 	tb.notes = append(tb.notes, waNote(lr))
 
 	return []table{tb, targetsTable(lr, rounds), worstTable(lr)}
+}
+
+// fmtDashOr is f, or "—" for 0 (a figure not measured in this cell).
+func fmtDashOr(f func(float64) string) func(float64) string {
+	return func(x float64) string {
+		if x == 0 {
+			return "—"
+		}
+		return f(x)
+	}
 }
 
 // waCell renders a cell's write amplification, or n/a.
