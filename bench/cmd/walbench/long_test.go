@@ -147,6 +147,8 @@ func TestExplain(t *testing.T) {
 	}{
 		{"segment wait first", slowCommit{start: 12 * ms, latency: 6 * ms}, "waited for spare segment",
 			[]string{"waited for a spare segment 1× (7.0 ms)"}, []string{"roll", "buffer"}},
+		{"a segment wait before a roll", slowCommit{start: 15 * ms, latency: 19 * ms}, "waited for spare segment",
+			[]string{"waited for a spare segment 1×", "roll 1×", "log buffer full 1×"}, nil},
 		{"roll", slowCommit{start: 31 * ms, latency: 8 * ms}, "roll",
 			[]string{"roll 1×", "next segment being prepared (zero-fill+sync, 15.0 ms)"}, []string{"spare", "buffer"}},
 		{"buffer full", slowCommit{start: 21 * ms, latency: 8 * ms}, "log-buffer full",
@@ -176,7 +178,7 @@ func TestExplainWorstOnePerStall(t *testing.T) {
 	tl := &timeline{syncs: []span{{from: 0, to: 90 * ms}}}
 	kept := []slowCommit{
 		{start: 0, latency: 95 * ms},
-		{start: 2 * ms, latency: 93 * ms},           // returned with the first: the same stall
+		{start: 1 * ms, latency: 93*ms + ms/2},      // returned 0.5 ms before the first: the same stall
 		{start: 5*ms + ms/2, latency: 90 * ms},      // 0.5 ms later: still the same
 		{start: 200 * ms, latency: 20 * ms},         // another stall
 		{start: 300 * ms, latency: 10 * ms},         // and another
