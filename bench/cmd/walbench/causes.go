@@ -38,6 +38,10 @@ type sample struct {
 	fsyncs, delays                             uint64
 	fsyncTime, writeTime                       time.Duration
 	gcCycles                                   uint64
+	// The segment lifecycle (Stats.Prepare): segments prepared, the time
+	// spent preparing them, and the time appends spent waiting for one.
+	prepared              uint64
+	prepareTime, waitTime time.Duration
 }
 
 // gcReader reads the runtime's GC cycle count without allocating.
@@ -63,6 +67,7 @@ func takeSample(l *wal.Log, at time.Duration, g *gcReader) sample {
 		bgSyncs: s.BackgroundSyncs, postponed: s.PostponedWrites, fsyncs: s.Fsyncs,
 		delays:    s.Group.DelaySleeps + s.Group.TriggerCount + s.Group.TriggerTimeout,
 		fsyncTime: s.FsyncTimeTotal, writeTime: s.WriteTimeTotal, gcCycles: g.cycles(),
+		prepared: s.Prepare.Prepared, prepareTime: s.Prepare.PrepareTime, waitTime: s.Prepare.WaitTime,
 	}
 }
 
@@ -200,14 +205,7 @@ func attribute(kept []slowCommit, total int, samples []sample) *tailCauses {
 // causesOf returns what moved between the last sample at or before c began
 // and the first sample at or after it ended.
 func causesOf(c slowCommit, samples []sample) []string {
-	end := c.start + c.latency
-	i, _ := slices.BinarySearchFunc(samples, c.start, func(s sample, t time.Duration) int { return cmp.Compare(s.at, t) })
-	if i >= len(samples) || samples[i].at > c.start {
-		i = max(i-1, 0)
-	}
-	j, _ := slices.BinarySearchFunc(samples, end, func(s sample, t time.Duration) int { return cmp.Compare(s.at, t) })
-	j = min(j, len(samples)-1)
-	a, b := samples[i], samples[j]
+	a, b := bracket(c, samples)
 	var out []string
 	add := func(moved bool, name string) {
 		if moved {
@@ -227,6 +225,19 @@ func causesOf(c slowCommit, samples []sample) []string {
 		out = append(out, causeNone)
 	}
 	return out
+}
+
+// bracket returns the last sample at or before c began and the first at or
+// after it ended (the nearest ones where the samples stop short).
+func bracket(c slowCommit, samples []sample) (a, b sample) {
+	end := c.start + c.latency
+	i, _ := slices.BinarySearchFunc(samples, c.start, func(s sample, t time.Duration) int { return cmp.Compare(s.at, t) })
+	if i >= len(samples) || samples[i].at > c.start {
+		i = max(i-1, 0)
+	}
+	j, _ := slices.BinarySearchFunc(samples, end, func(s sample, t time.Duration) int { return cmp.Compare(s.at, t) })
+	j = min(j, len(samples)-1)
+	return samples[i], samples[j]
 }
 
 // mergeCauses adds up the rounds' attributions.

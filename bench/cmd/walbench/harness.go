@@ -115,6 +115,8 @@ type result struct {
 	FsyncMean       time.Duration   `json:"fsync_mean_ns"`
 	Latency         measure.Summary `json:"latency"`
 	Worst           *tailCauses     `json:"worst_commits,omitempty"`
+	// Long holds the long experiment's extra figures.
+	Long *longFigures `json:"long,omitempty"`
 	// Percentiles is the latency curve from p50 to p99.99 (charts).
 	Percentiles []measure.Point `json:"latency_percentiles,omitempty"`
 }
@@ -258,21 +260,30 @@ func (e *env) addCheck(run string, st wal.Stats, c *vfs.Counter) {
 // committers start. The first error stops every committer.
 func drive(ctx context.Context, n, each int, d time.Duration, commit func(context.Context) error,
 	onStart func(time.Time)) ([]time.Duration, []slowCommit, time.Duration, error) {
-	slows := make([]*slowest, n)
+	ld := measure.Load{Workers: n, Each: each}
+	if each == 0 {
+		ld.For = d
+	}
+	return driveLoad(ctx, ld, worstPerRun, commit, onStart)
+}
+
+// driveLoad is drive for any measure.Load (its OnStart and OnCall are
+// replaced), keeping each committer's k slowest commits.
+func driveLoad(ctx context.Context, ld measure.Load, k int, commit func(context.Context) error,
+	onStart func(time.Time)) ([]time.Duration, []slowCommit, time.Duration, error) {
+	slows := make([]*slowest, max(ld.Workers, 1))
 	for i := range slows {
-		slows[i] = &slowest{k: worstPerRun}
+		slows[i] = &slowest{k: k}
 	}
 	var start time.Time
-	ld := measure.Load{Workers: n, Each: each, OnStart: func(t time.Time) {
+	ld.OnStart = func(t time.Time) {
 		start = t
 		if onStart != nil {
 			onStart(t)
 		}
-	}, OnCall: func(w int, t0 time.Time, lat time.Duration) {
+	}
+	ld.OnCall = func(w int, t0 time.Time, lat time.Duration) {
 		slows[w].add(slowCommit{start: t0.Sub(start), latency: lat})
-	}}
-	if each == 0 {
-		ld.For = d
 	}
 	run, err := measure.Drive(ctx, ld, func(ctx context.Context, _, _ int) error { return commit(ctx) })
 	if err != nil {

@@ -25,6 +25,17 @@
 //	        (commits/s, p50, p99, p99.9, max, log-buffer waits)
 //	queue   not run by default: the adaptive and plain group-commit queues
 //	        back to back at 8, 16 and 32 committers, more commits each
+//	long    not run by default (issue 13, the worst commit): each cell
+//	        appends -long-volume (default 768 MiB, 24 MiB with -quick) of
+//	        1 KiB records (or -size, if given) through many segments:
+//	        innodb=1 with 16 committers, then a raw write+fdatasync loop for
+//	        as long; innodb=2 and innodb=0 with one committer; a raw pwrite
+//	        append loop of the same volume. Prints p50 … p99.99, max,
+//	        commits over 10 and 100 ms, throughput, write amplification
+//	        (device bytes from /proc/diskstats ÷ payload), the issue's
+//	        targets, and the 5 slowest stalls of each log cell with what
+//	        they waited on (spare segment, roll, log buffer, fdatasync). A
+//	        default run takes several minutes
 //
 // Every cell is measured once per round (-rounds, default 3), and the
 // rounds are interleaved: round 1 runs every cell in order, round 2 in
@@ -53,8 +64,9 @@
 //
 // Usage:
 //
-//	go run ./bench/cmd/walbench [-exp disk,levels,aof,cliff,tail,queue] [-quick]
+//	go run ./bench/cmd/walbench [-exp disk,levels,aof,cliff,tail,queue,long] [-quick]
 //	    [-rounds N] [-dir PARENT] [-size BYTES] [-method LIST] [-json FILE] [-plot DIR]
+//	    [-long-volume BYTES]
 //
 // -json writes every round's figures and each cell's spreads; -plot writes
 // charts as SVG (fonts embedded) and PNG, each with a caption: latency by
@@ -91,6 +103,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -102,7 +115,7 @@ import (
 var experiments = []string{"disk", "levels", "aof", "cliff", "tail"}
 
 // extraExperiments run only when -exp names them, after the others.
-var extraExperiments = []string{"queue"}
+var extraExperiments = []string{"queue", "long"}
 
 // allExperiments is every experiment -exp accepts, in run order.
 func allExperiments() []string { return append(slices.Clone(experiments), extraExperiments...) }
@@ -138,6 +151,10 @@ type config struct {
 	plot    string      // -plot directory, or ""
 	rounds  int         // times every cell is measured, interleaved
 	counts  counts
+	// longVolume is the payload each long cell appends, in records of
+	// longSize bytes (1 KiB unless -size is given).
+	longVolume int64
+	longSize   int
 }
 
 // counts sizes the experiments; quickCounts is the -quick smoke run.
@@ -184,8 +201,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	quick := fs.Bool("quick", false, "smoke run with reduced counts (a few seconds)")
 	rounds := fs.Int("rounds", 3, "measure every cell this many `times`, interleaved; tables show the median and range")
 	exp := fs.String("exp", strings.Join(experiments, ","), "comma-separated `experiments` to run: "+strings.Join(experiments, ", ")+
-		"; also queue (adaptive vs plain group-commit queue at 8/16/32 committers, not run by default)")
-	size := fs.Int("size", 100, "record size in `bytes`")
+		"; also queue (adaptive vs plain group-commit queue at 8/16/32 committers) and long (the segment lifecycle in the worst "+
+		"commits over -long-volume: innodb=1 × 16, =2, =0 against raw loops, with write amplification), not run by default")
+	size := fs.Int("size", 100, "record size in `bytes` (the long experiment: 1024 unless given)")
+	longVolume := fs.String("long-volume", "", "payload each long cell appends: `bytes`, or with a KiB, MiB or GiB suffix (default 768MiB, 24MiB with -quick)")
 	segment := fs.Int64("segment", 0, "segment size in `bytes` (default: wal.DefaultSegmentSize, 4 MiB with -quick)")
 	jsonPath := fs.String("json", "", "write every raw figure as JSON to `file`")
 	plotDir := fs.String("plot", "", "write SVG and PNG charts into `directory`")
@@ -210,6 +229,22 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.quick {
 		c.counts = quickCounts
+	}
+	c.longSize = longRecordSize
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "size" {
+			c.longSize = c.size
+		}
+	})
+	switch {
+	case *longVolume != "":
+		if c.longVolume, err = parseBytes(*longVolume); err != nil {
+			return config{}, fmt.Errorf("%w: -long-volume: %v", errUsage, err)
+		}
+	case c.quick:
+		c.longVolume = quickLongVolume
+	default:
+		c.longVolume = defaultLongVolume
 	}
 	for _, name := range strings.Split(*exp, ",") {
 		name = strings.TrimSpace(name)
@@ -239,10 +274,33 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	case c.segment < wal.MinSegmentSize || c.segment > wal.MaxSegmentSize:
 		return config{}, fmt.Errorf("%w: -segment %d: want %d..%d bytes", errUsage, c.segment, wal.MinSegmentSize, wal.MaxSegmentSize)
 	}
+	if c.longVolume < int64(c.longSize)*longCommitters {
+		return config{}, fmt.Errorf("%w: -long-volume %d: want at least %d records of %d bytes", errUsage, c.longVolume, longCommitters, c.longSize)
+	}
 	if int64(c.size)*int64(c.counts.aofBatch) > c.segment/2 {
 		return config{}, fmt.Errorf("%w: -size %d: a batch of %d records must fit half a %d-byte segment", errUsage, c.size, c.counts.aofBatch, c.segment)
 	}
 	return c, nil
+}
+
+// parseBytes parses a byte count: a whole number, optionally followed by
+// KiB, MiB or GiB (or K, M, G: the same binary units).
+func parseBytes(s string) (int64, error) {
+	num, unit := s, int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			num, unit = n, u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	if err != nil || n <= 0 || n > (1<<40)/unit {
+		return 0, fmt.Errorf("%q: want a positive byte count such as 768MiB", s)
+	}
+	return n * unit, nil
 }
 
 // run parses args, runs the chosen experiments and writes the report to
@@ -295,6 +353,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			rep.Tail = planTail(e, p)
 		case "queue":
 			rep.Queue = planQueue(e, p)
+		case "long":
+			rep.Long = planLong(e, p)
 		}
 	}
 	if err := e.runRounds(p, e.skipUnsupported); err != nil {
@@ -316,6 +376,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			tables = tailTables(rep.Tail, rep.Disk, cfg.rounds)
 		case "queue":
 			tables = queueTables(rep.Queue, cfg.rounds)
+		case "long":
+			tables = longTables(rep.Long, cfg.rounds)
 		}
 		for _, t := range tables {
 			t.write(stdout)

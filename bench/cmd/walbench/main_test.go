@@ -43,6 +43,8 @@ func TestQuick(t *testing.T) {
 	} {
 		assert.Contains(t, out, title)
 	}
+	assert.NotContains(t, out, "## long", "long is not in the default run")
+	assert.NotContains(t, out, "## queue", "queue is not in the default run")
 	rows := map[string]int{ // first cell → how many table rows have it
 		"write+fdatasync":                1,
 		"write (page cache)":             1,
@@ -157,6 +159,7 @@ func TestBadFlags(t *testing.T) {
 		{"-size", "many"},
 		{"-segment", "100"},
 		{"-rounds", "0"},
+		{"-exp", "long", "-long-volume", "lots"},
 		{"extra-argument"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {

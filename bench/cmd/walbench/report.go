@@ -19,6 +19,7 @@ type report struct {
 	Cliff   *cliffResult  `json:"cliff,omitempty"`
 	Tail    *tailResult   `json:"tail,omitempty"`
 	Queue   *queueResult  `json:"queue,omitempty"`
+	Long    *longResult   `json:"long,omitempty"`
 	Rounds  int           `json:"rounds"`
 	Checks  []check       `json:"counter_checks"`
 	Elapsed time.Duration `json:"elapsed_ns"`

@@ -122,6 +122,35 @@ var figures = []metric{
 	{"postponed_writes", func(r result) float64 { return float64(r.PostponedWrites) }},
 	{"delayed_writes", func(r result) float64 { return float64(r.DelayedWrites) }},
 	{"commits", func(r result) float64 { return float64(r.Commits) }},
+	// The long experiment's figures; NaN (left out) for other cells.
+	{"payload_mib_per_sec", longFigure(func(r result, _ *longFigures) float64 {
+		return r.RecordsPerSec * float64(r.RecordSize) / (1 << 20)
+	})},
+	{"p9999_us", longFigure(func(_ result, l *longFigures) float64 { return us(l.P9999) })},
+	{"over_10ms", longFigure(func(_ result, l *longFigures) float64 { return float64(l.Over10ms) })},
+	{"over_100ms", longFigure(func(_ result, l *longFigures) float64 { return float64(l.Over100ms) })},
+	{"prepare_ms_per_segment", longFigure(func(_ result, l *longFigures) float64 {
+		if l.Prepared == 0 {
+			return math.NaN()
+		}
+		return ms(l.PrepareTime) / float64(l.Prepared)
+	})},
+	{"write_amplification", longFigure(func(_ result, l *longFigures) float64 {
+		if l.WA.Ratio == 0 {
+			return math.NaN() // not measured here
+		}
+		return l.WA.Ratio
+	})},
+}
+
+// longFigure adapts a figure of the long experiment: NaN for other cells.
+func longFigure(f func(result, *longFigures) float64) func(result) float64 {
+	return func(r result) float64 {
+		if r.Long == nil {
+			return math.NaN()
+		}
+		return f(r, r.Long)
+	}
 }
 
 // cell is one measured configuration, run once per round.

@@ -1,0 +1,674 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/durawal/durawal/internal/measure"
+	"github.com/durawal/durawal/policy"
+	"github.com/durawal/durawal/wal"
+	"github.com/durawal/durawal/wal/vfs"
+)
+
+// The long experiment (issue 13, "the worst commit matters"): enough
+// volume to go through many segments, so that the segment lifecycle (the
+// next segment zero-filled and synced in the background, the roll, the
+// wait for a segment not yet ready) shows in the tail of commit latency and
+// in the bytes the device writes. Not in the default run; -exp long.
+
+// longCommitters is the =1 cell's committer count.
+const longCommitters = 16
+
+// longWorst is how many of each cell's slowest commits are explained.
+const longWorst = 5
+
+// Default and -quick volumes (payload bytes per cell) and the default
+// record size of the long cells (1 KiB unless -size is given).
+const (
+	defaultLongVolume = 768 << 20
+	quickLongVolume   = 24 << 20
+	longRecordSize    = 1024
+)
+
+// Thresholds the issue counts commits over.
+const (
+	over10ms  = 10 * time.Millisecond
+	over100ms = 100 * time.Millisecond
+)
+
+// longResult is the long experiment: one cell per row of its table.
+type longResult struct {
+	Volume     int64  `json:"volume_bytes"`
+	RecordSize int    `json:"record_size"`
+	Segment    int64  `json:"segment_size"`
+	Device     string `json:"device"` // what write amplification is measured on, or "n/a: why"
+	Sync1      *cell  `json:"innodb1_x16"`
+	// RawSync runs right after Sync1 in the same job, for as long as
+	// Sync1 took in that round.
+	RawSync   *cell `json:"raw_write_datasync"`
+	Level2    *cell `json:"innodb2"`
+	RawAppend *cell `json:"raw_pwrite_append"`
+	Level0    *cell `json:"innodb0"`
+}
+
+// longFigures are a long cell's figures beyond a result's.
+type longFigures struct {
+	P9999     time.Duration `json:"p9999_ns"`
+	Over10ms  int           `json:"commits_over_10ms"`
+	Over100ms int           `json:"commits_over_100ms"`
+	WA        amplification `json:"write_amplification"`
+	// Prepared, PrepareTime, SegmentWaitTime and SegmentWaitMax are
+	// Stats.Prepare over the measured window (log cells only).
+	Prepared        uint64        `json:"segments_prepared,omitempty"`
+	PrepareTime     time.Duration `json:"prepare_time_ns,omitempty"`
+	SegmentWaitTime time.Duration `json:"segment_wait_time_ns,omitempty"`
+	SegmentWaitMax  time.Duration `json:"segment_wait_max_ns,omitempty"`
+	// Slowest are the round's slowest commits and what each waited on.
+	Slowest []slowExplained `json:"slowest,omitempty"`
+}
+
+// slowExplained is one slow commit and what happened while it waited.
+type slowExplained struct {
+	Start   time.Duration `json:"start_ns"` // from the start of the round's run
+	Latency time.Duration `json:"latency_ns"`
+	// Cause is the first of: "waited for spare segment", "roll",
+	// "log-buffer full", "fdatasync took X ms", "unknown".
+	Cause string `json:"cause"`
+	// During lists everything counted during the wait.
+	During string `json:"during"`
+	Round  int    `json:"round"`
+	// Alike counts the other commits (among each committer's slowest)
+	// that returned within a millisecond of this one: the same stall.
+	Alike int `json:"alike"`
+}
+
+// span is an interval timed from the start of a run.
+type span struct{ from, to time.Duration }
+
+func (s span) overlaps(t span) bool { return s.from < t.to && t.from < s.to }
+
+// timeline is what a run recorded besides its latencies: the sampled
+// counters, and every sync and roll from the log's Observer.
+type timeline struct {
+	samples []sample
+	syncs   []span
+	rolls   []time.Duration
+}
+
+// prepares reconstructs the segment preparations from the samples: one
+// ends where Prepared moved, having taken the PrepareTime that moved with it.
+func (tl *timeline) prepares() []span {
+	var out []span
+	for i := 1; i < len(tl.samples); i++ {
+		a, b := tl.samples[i-1], tl.samples[i]
+		if b.prepared > a.prepared {
+			out = append(out, span{from: b.at - (b.prepareTime - a.prepareTime), to: b.at})
+		}
+	}
+	return out
+}
+
+// explain names what c waited on, from the timeline.
+func explain(c slowCommit, tl *timeline) slowExplained {
+	w := span{from: c.start, to: c.start + c.latency}
+	out := slowExplained{Start: c.start, Latency: c.latency}
+	var during []string
+	var a, b sample
+	if len(tl.samples) > 0 {
+		a, b = bracket(c, tl.samples)
+	}
+	segWait := b.stalls > a.stalls
+	if segWait {
+		during = append(during, fmt.Sprintf("waited for a spare segment %d× (%s ms)", b.stalls-a.stalls, fmtMS(b.waitTime-a.waitTime)))
+	}
+	rolls := 0
+	for _, r := range tl.rolls {
+		if r >= w.from && r <= w.to {
+			rolls++
+		}
+	}
+	if rolls > 0 {
+		during = append(during, fmt.Sprintf("roll %d×", rolls))
+	}
+	bufFull := b.bufFull > a.bufFull
+	if bufFull {
+		during = append(during, fmt.Sprintf("log buffer full %d×", b.bufFull-a.bufFull))
+	}
+	var longest time.Duration
+	for _, s := range tl.syncs {
+		if s.overlaps(w) {
+			longest = max(longest, s.to-s.from)
+		}
+	}
+	if longest > 0 {
+		during = append(during, fmt.Sprintf("longest fdatasync %s ms", fmtMS(longest)))
+	}
+	for _, p := range tl.prepares() {
+		if p.overlaps(w) {
+			during = append(during, fmt.Sprintf("next segment being prepared (zero-fill+sync, %s ms)", fmtMS(p.to-p.from)))
+			break
+		}
+	}
+	if d := b.writeTime - a.writeTime; 2*d >= c.latency {
+		during = append(during, fmt.Sprintf("write() %s ms", fmtMS(d)))
+	}
+	if b.gcCycles > a.gcCycles {
+		during = append(during, "GC")
+	}
+	switch {
+	case segWait:
+		out.Cause = "waited for spare segment"
+	case rolls > 0:
+		out.Cause = "roll"
+	case bufFull:
+		out.Cause = "log-buffer full"
+	case longest > 0 && 2*longest >= c.latency:
+		out.Cause = fmt.Sprintf("fdatasync took %s ms", fmtMS(longest))
+	default:
+		out.Cause = "unknown"
+	}
+	if len(during) == 0 {
+		during = append(during, "nothing counted")
+	}
+	out.During = strings.Join(during, "; ")
+	return out
+}
+
+// sameWake is how close two commits' returns must be to count as one
+// stall (the same group woken by the same sync).
+const sameWake = time.Millisecond
+
+// explainWorst explains the n slowest of kept, one per stall: a commit
+// that returned within sameWake of a slower one already listed is counted
+// in that one's Alike instead of being listed.
+func explainWorst(kept []slowCommit, n int, tl *timeline) []slowExplained {
+	slices.SortFunc(kept, func(a, b slowCommit) int { return int(b.latency - a.latency) })
+	var out []slowExplained
+next:
+	for _, c := range kept {
+		end := c.start + c.latency
+		for i := range out {
+			if d := out[i].Start + out[i].Latency - end; d <= sameWake && d >= -sameWake {
+				out[i].Alike++
+				continue next
+			}
+		}
+		if len(out) < n {
+			out = append(out, explain(c, tl))
+		}
+	}
+	return out
+}
+
+// eventLog is the Observer of a long run: it records every sync and roll.
+type eventLog struct {
+	mu    sync.Mutex
+	start time.Time // zero until the committers start
+	syncs []span
+	rolls []time.Duration
+}
+
+func (o *eventLog) observer() wal.Observer {
+	return &wal.ObserverFuncs{
+		Sync: func(ev wal.SyncEvent) {
+			now := time.Now()
+			o.mu.Lock()
+			if !o.start.IsZero() {
+				end := now.Sub(o.start)
+				o.syncs = append(o.syncs, span{from: end - ev.Duration, to: end})
+			}
+			o.mu.Unlock()
+		},
+		Roll: func(wal.RollEvent) {
+			now := time.Now()
+			o.mu.Lock()
+			if !o.start.IsZero() {
+				o.rolls = append(o.rolls, now.Sub(o.start))
+			}
+			o.mu.Unlock()
+		},
+	}
+}
+
+func (o *eventLog) begin(t time.Time) {
+	o.mu.Lock()
+	o.start = t
+	o.mu.Unlock()
+}
+
+// longFiguresOf counts sorted latencies over the thresholds.
+func longFiguresOf(sorted []time.Duration, wa amplification) *longFigures {
+	lf := &longFigures{P9999: measure.Percentile(sorted, 99.99), WA: wa}
+	for _, d := range sorted {
+		if d > over10ms {
+			lf.Over10ms++
+		}
+		if d > over100ms {
+			lf.Over100ms++
+		}
+	}
+	return lf
+}
+
+// longEnv is what the long cells share: the record and the device.
+type longEnv struct {
+	*env
+	rec    []byte
+	volume int64
+	dev    *devCounter
+	na     string // why write amplification is not measured, if dev is nil
+}
+
+func (le *longEnv) commits() int { return int(le.volume / int64(len(le.rec))) }
+
+// planLong queues the long cells: =1 × 16 with its raw write+fdatasync
+// loop right after it, =2, the raw pwrite loop, =0.
+func planLong(e *env, p *plan) *longResult {
+	rec := make([]byte, e.cfg.longSize)
+	for i := range rec {
+		rec[i] = byte('a' + i%26)
+	}
+	le := &longEnv{env: e, rec: rec, volume: e.cfg.longVolume}
+	le.dev, le.na = openDevCounter(e.root)
+	res := &longResult{Volume: le.volume, RecordSize: len(rec), Segment: e.cfg.segment, Device: "n/a: " + le.na}
+	if le.dev != nil {
+		res.Device = le.dev.String()
+	}
+	vol := fmtBytes(le.volume)
+	res.RawSync = &cell{Name: "raw write+" + datasyncName}
+	res.Sync1 = p.addFunc("innodb=1 × 16", fmt.Sprintf("long: innodb=1, %d committers, %s, then raw write+%s as long", longCommitters, vol, datasyncName),
+		func() (result, error) {
+			pol, _ := policy.InnoDB(1)
+			r, err := inRound(res.Sync1)(le.measureLog("innodb=1 × 16", pol, longCommitters))
+			if err != nil {
+				return r, err
+			}
+			raw, err := le.rawSyncLoop(r.Elapsed)
+			if err != nil {
+				return r, err
+			}
+			res.RawSync.Rounds = append(res.RawSync.Rounds, raw)
+			res.RawSync.summarise()
+			return r, nil
+		})
+	res.Level2 = p.addFunc("innodb=2", fmt.Sprintf("long: innodb=2, 1 committer, %s", vol), func() (result, error) {
+		pol, _ := policy.InnoDB(2)
+		return inRound(res.Level2)(le.measureLog("innodb=2", pol, 1))
+	})
+	res.RawAppend = p.addFunc("raw pwrite append", fmt.Sprintf("long: raw pwrite append, %s", vol), le.rawAppendLoop)
+	res.Level0 = p.addFunc("innodb=0", fmt.Sprintf("long: innodb=0, 1 committer, %s", vol), func() (result, error) {
+		pol, _ := policy.InnoDB(0)
+		return inRound(res.Level0)(le.measureLog("innodb=0", pol, 1))
+	})
+	return res
+}
+
+// inRound returns a function that stamps a result's slowest commits with
+// the round c is measuring now.
+func inRound(c *cell) func(result, error) (result, error) {
+	return func(r result, err error) (result, error) {
+		if r.Long != nil {
+			for i := range r.Long.Slowest {
+				r.Long.Slowest[i].Round = len(c.Rounds) + 1
+			}
+		}
+		return r, err
+	}
+}
+
+// measureLog opens a log, appends the volume from n committers, closes
+// it, and measures latency, throughput, the slowest commits and the
+// device bytes written from after Open to after Close.
+func (le *longEnv) measureLog(name string, pol policy.Policy, n int) (res result, err error) {
+	if err := le.ctx.Err(); err != nil {
+		return res, err
+	}
+	dir := le.subdir("long")
+	defer os.RemoveAll(dir)
+	counter := &vfs.Counter{}
+	events := &eventLog{}
+	l, err := wal.Open(dir, wal.Options{
+		Policy:      pol,
+		SegmentSize: le.cfg.segment,
+		FS:          vfs.Inject(vfs.OS(), counter),
+		Observer:    events.observer(),
+	})
+	if err != nil {
+		return res, fmt.Errorf("%s: %w", name, err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			l.Close()
+		}
+	}()
+	wa := startWA(le.dev, le.na)
+	before := l.Stats()
+	var smp *sampler
+	commit := func(ctx context.Context) error {
+		_, err := l.AppendContext(ctx, le.rec)
+		return err
+	}
+	samples, kept, elapsed, err := driveLoad(le.ctx, measure.Load{Workers: n, Total: le.commits()}, 2*longWorst, commit,
+		func(t0 time.Time) { events.begin(t0); smp = startSampler(l, t0) })
+	after := l.Stats()
+	var tl timeline
+	if smp != nil {
+		tl.samples = smp.finish()
+	}
+	if err != nil {
+		return res, fmt.Errorf("%s: %w", name, err)
+	}
+	closed = true
+	cerr := l.Close()
+	total := l.Stats()
+	if cerr != nil {
+		return res, fmt.Errorf("%s: close: %w", name, cerr)
+	}
+	le.addCheck("long "+name, total, counter)
+	events.mu.Lock()
+	tl.syncs, tl.rolls = events.syncs, events.rolls
+	events.mu.Unlock()
+
+	res = windowResult(spec{name: name, pol: pol, committers: n}, before, after, elapsed, 1)
+	res.RecordSize = len(le.rec)
+	res.Latency = measure.Summarize(samples) // sorts samples
+	res.Long = longFiguresOf(samples, wa.finish(res.Commits*uint64(len(le.rec))))
+	res.Long.Prepared = after.Prepare.Prepared - before.Prepare.Prepared
+	res.Long.PrepareTime = after.Prepare.PrepareTime - before.Prepare.PrepareTime
+	res.Long.SegmentWaitTime = after.Prepare.WaitTime - before.Prepare.WaitTime
+	res.Long.SegmentWaitMax = after.Prepare.WaitMax
+	res.Long.Slowest = explainWorst(kept, longWorst, &tl)
+	return res, nil
+}
+
+// rawSyncLoop is the raw baseline of =1: one goroutine writes a record
+// and fdatasyncs it, at consecutive offsets of a zero-filled, synced file
+// of one segment's size (wrapping around), for d. This is what the device
+// does for one durable record at a time, without the log.
+func (le *longEnv) rawSyncLoop(d time.Duration) (result, error) {
+	f, done, err := le.rawFile(true)
+	if err != nil {
+		return result{}, err
+	}
+	defer done()
+	size := int64(len(le.rec))
+	slots := max(le.cfg.segment/size, 1)
+	wa := startWA(le.dev, le.na)
+	rec := measure.NewRecorder(1 << 16)
+	start := time.Now()
+	n := int64(0)
+	for ; time.Since(start) < d; n++ {
+		if n%256 == 0 && le.ctx.Err() != nil {
+			return result{}, le.ctx.Err()
+		}
+		err := rec.Time(func() error {
+			if _, err := f.WriteAt(le.rec, (n%slots)*size); err != nil {
+				return err
+			}
+			return datasync(f)
+		})
+		if err != nil {
+			return result{}, fmt.Errorf("raw write+%s: %w", datasyncName, err)
+		}
+	}
+	return le.rawResult("raw write+"+datasyncName, rec, time.Since(start), wa), nil
+}
+
+// rawAppendLoop is the raw baseline of =2 and =0: one goroutine pwrites
+// the volume in records at consecutive offsets of a fresh file, with no
+// sync until the end (timed up to the last write, as the log cells are
+// timed up to their last commit).
+func (le *longEnv) rawAppendLoop() (result, error) {
+	f, done, err := le.rawFile(false)
+	if err != nil {
+		return result{}, err
+	}
+	defer done()
+	size := int64(len(le.rec))
+	wa := startWA(le.dev, le.na)
+	rec := measure.NewRecorder(le.commits())
+	start := time.Now()
+	for i := range int64(le.commits()) {
+		if i%256 == 0 && le.ctx.Err() != nil {
+			return result{}, le.ctx.Err()
+		}
+		if err := rec.Time(func() error { _, err := f.WriteAt(le.rec, i*size); return err }); err != nil {
+			return result{}, fmt.Errorf("raw pwrite: %w", err)
+		}
+	}
+	elapsed := time.Since(start)
+	if err := datasync(f); err != nil {
+		return result{}, fmt.Errorf("raw pwrite: %w", err)
+	}
+	return le.rawResult("raw pwrite append", rec, elapsed, wa), nil
+}
+
+// rawFile creates a file in a fresh subdirectory, zero-filled to one
+// segment's size and synced if prealloc, and returns it with a function
+// that removes it.
+func (le *longEnv) rawFile(prealloc bool) (*os.File, func(), error) {
+	dir := le.subdir("long-raw")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	f, err := os.Create(filepath.Join(dir, "raw"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	done := func() { f.Close(); os.RemoveAll(dir) }
+	if prealloc {
+		zeros := make([]byte, 1<<20)
+		for off := int64(0); off < le.cfg.segment; off += int64(len(zeros)) {
+			if _, err := f.WriteAt(zeros[:min(int64(len(zeros)), le.cfg.segment-off)], off); err != nil {
+				done()
+				return nil, nil, err
+			}
+		}
+		if err := f.Sync(); err != nil {
+			done()
+			return nil, nil, err
+		}
+	}
+	return f, done, nil
+}
+
+// rawResult summarises a raw loop as a result, operations as commits.
+func (le *longEnv) rawResult(name string, rec *measure.Recorder, elapsed time.Duration, wa *waMeter) result {
+	lat := measure.Merge(rec)
+	n := len(lat)
+	r := result{Name: name, Committers: 1, RecordSize: len(le.rec), RecordsPer: 1, Commits: uint64(n), Elapsed: elapsed}
+	if s := elapsed.Seconds(); s > 0 {
+		r.CommitsPerSec, r.RecordsPerSec = float64(n)/s, float64(n)/s
+	}
+	r.Latency = measure.Summarize(lat)
+	r.Long = longFiguresOf(lat, wa.finish(uint64(n)*uint64(len(le.rec))))
+	return r
+}
+
+// Targets of issue 13.
+const (
+	targetWA          = 1.15
+	targetBufferedMax = 10 * time.Millisecond
+	targetTailRatio   = 3    // =1 p99.99 against the raw loop's p99.9
+	targetThroughput  = 0.95 // =2 against raw pwrite
+)
+
+// crossRatio is the spread over rounds of num's metric a divided by den's
+// metric b, each ratio within one round.
+func crossRatio(num *cell, a string, den *cell, b string) spread {
+	var xs []float64
+	fa, fb := metricFunc(a), metricFunc(b)
+	for i := range min(len(num.Rounds), len(den.Rounds)) {
+		if d := fb(den.Rounds[i]); d > 0 {
+			xs = append(xs, fa(num.Rounds[i])/d)
+		}
+	}
+	return spreadOf(xs)
+}
+
+// verdict is "yes", "no", or "n/a" when the figure is missing.
+func verdict(ok, known bool) string {
+	switch {
+	case !known:
+		return "n/a"
+	case ok:
+		return "yes"
+	}
+	return "no"
+}
+
+// longTables renders the long experiment: the figures, the targets, and
+// the slowest commits.
+func longTables(lr *longResult, rounds int) []table {
+	cells := []*cell{lr.Sync1, lr.RawSync, lr.Level2, lr.Level0, lr.RawAppend}
+	if slices.ContainsFunc(cells, func(c *cell) bool { return len(c.Rounds) == 0 }) {
+		return nil // interrupted
+	}
+	labels := []string{"innodb=1 × 16", "raw write+" + datasyncName + " × 1", "innodb=2 × 1", "innodb=0 × 1", "raw pwrite append × 1"}
+	rows := spreadCells(cells, []string{"a", "b", "c", "d", "e"}, []col{
+		{metric: "commits", format: fmtCount, noFlag: true},
+		{metric: "commits_per_sec", format: fmtRate},
+		{metric: "payload_mib_per_sec", format: fmtFloat1},
+		{metric: "p50_us", format: fmtUSf}, {metric: "p99_us", format: fmtUSf}, {metric: "p999_us", format: fmtUSf},
+		{metric: "p9999_us", format: fmtUSf}, {metric: "max_us", format: fmtUSf},
+		{metric: "over_10ms", format: fmtCount}, {metric: "over_100ms", format: fmtCount},
+		{metric: "rolls", format: fmtCount, noFlag: true}, {metric: "segment_stalls", format: fmtCount, noFlag: true},
+		{metric: "prepare_ms_per_segment", format: fmtDashOr(fmtFloat1)},
+	})
+	tb := table{
+		title: fmt.Sprintf("long — the segment lifecycle in the worst commits: %s of %d-byte records per cell, %s segments",
+			fmtBytes(lr.Volume), lr.RecordSize, fmtBytes(lr.Segment)),
+		notes: []string{
+			fmt.Sprintf("Each log cell appends %s (%s records) to a fresh log, so it fills, rolls and prepares about %d segments; "+
+				"the next segment is zero-filled and synced in the background once the current one is half full. "+
+				"innodb=1 × 16: SyncEveryCommit, %d committers sharing group commits; innodb=2: write at commit, fdatasync once a second; "+
+				"innodb=0: buffered, written and synced once a second; one committer each.",
+				fmtBytes(lr.Volume), fmtInt(lr.Volume/int64(lr.RecordSize)), max(lr.Volume/lr.Segment, 1), longCommitters),
+			fmt.Sprintf("Raw loops, in the same rounds: raw write+%s × 1 runs right after innodb=1 × 16, for as long as it took in that round, "+
+				"one goroutine writing a record and syncing it at consecutive offsets of a zero-filled, synced file of one segment "+
+				"(the device's own latency for one durable record; its commit count differs, its wall time is the same); "+
+				"raw pwrite append × 1 writes the same volume as the log cells into a fresh file with no sync until the end, "+
+				"the ceiling for =2 and =0.", datasyncName),
+			"Throughput is commits/s and payload MiB/s up to the last commit's return. Over 10 ms / over 100 ms count commits " +
+				"slower than that. Rolls and segment waits (appends that waited for the next segment, Stats.SegmentCreateStalls) " +
+				"are wal.Stats over the commits; prepare ms/segment is Stats.Prepare.PrepareTime ÷ Prepared over them (zero-fill " +
+				"and sync of one segment in the background).",
+			fmt.Sprintf("Targets (issue 13): at innodb=1 × 16, no more commits over 10 ms than the raw loop, and p99.99 ≤ %d× the raw loop's p99.9; "+
+				"innodb=2 and innodb=0 max ≤ %s ms; write amplification ≤ %.2f×; innodb=2 ≥ %.2f× the raw pwrite throughput. "+
+				"The second table checks them on the medians.", targetTailRatio, fmtMS(targetBufferedMax), targetWA, targetThroughput),
+			roundsNote(rounds),
+		},
+		header: []string{"cell", "commits", "commits/s", "MiB/s", "p50 µs", "p99 µs", "p99.9 µs", "p99.99 µs", "max µs",
+			"> 10 ms", "> 100 ms", "rolls", "segment waits", "prepare ms/segment", "write amplification"},
+	}
+	for i, c := range cells {
+		tb.rows = append(tb.rows, append(append([]string{labels[i]}, rows[i]...), waCell(c)))
+	}
+	tb.notes = append(tb.notes, waNote(lr))
+
+	return []table{tb, targetsTable(lr, rounds), worstTable(lr)}
+}
+
+// fmtDashOr is f, or "—" for 0 (a figure not measured in this cell).
+func fmtDashOr(f func(float64) string) func(float64) string {
+	return func(x float64) string {
+		if x == 0 {
+			return "—"
+		}
+		return f(x)
+	}
+}
+
+// waCell renders a cell's write amplification, or n/a.
+func waCell(c *cell) string {
+	s := c.get("write_amplification")
+	if s.Median == 0 {
+		return "n/a"
+	}
+	return fmtSpread(s, func(x float64) string { return fmtRatio(x) + "×" }, false)
+}
+
+// waNote says how write amplification was measured, or why it was not.
+func waNote(lr *longResult) string {
+	if strings.HasPrefix(lr.Device, "n/a") {
+		return "Write amplification: " + lr.Device + "."
+	}
+	return fmt.Sprintf("Write amplification: bytes the block device %s reports written (/proc/diskstats sectors × 512), "+
+		"after sync(2) before and after the cell, divided by the payload (records × record size). For the log cells it runs "+
+		"from after Open (the first segment already prepared) to after Close; for the raw loops, after the raw file was "+
+		"created (and, for the fdatasync loop, zero-filled). It counts every writer on the device, so other work on the "+
+		"machine adds to it.", lr.Device)
+}
+
+// targetsTable checks the issue's targets on the medians.
+func targetsTable(lr *longResult, rounds int) table {
+	t := table{
+		title:  "long — the targets of issue 13",
+		notes:  []string{"Checked on the medians of the rounds; ratios are taken within each round. " + roundsNote(rounds)},
+		header: []string{"target", "measured", "met"},
+	}
+	add := func(target, measured, met string) { t.rows = append(t.rows, []string{target, measured, met}) }
+	msOf := func(x float64) string { return fmtFloat1(x / 1000) }
+	over, rawOver := lr.Sync1.get("over_10ms"), lr.RawSync.get("over_10ms")
+	add("innodb=1 × 16: commits over 10 ms ≤ the raw loop's",
+		fmt.Sprintf("%s vs %s", fmtSpread(over, fmtCount, false), fmtSpread(rawOver, fmtCount, false)),
+		verdict(over.Median <= rawOver.Median, true))
+	tail := crossRatio(lr.Sync1, "p9999_us", lr.RawSync, "p999_us")
+	add(fmt.Sprintf("innodb=1 × 16: p99.99 ≤ %d× the raw loop's p99.9", targetTailRatio),
+		fmt.Sprintf("%s ms vs %s ms: %s×", msOf(lr.Sync1.get("p9999_us").Median), msOf(lr.RawSync.get("p999_us").Median),
+			fmtSpread(tail, fmtRatio, false)),
+		verdict(tail.Median <= targetTailRatio, tail.Median > 0))
+	for _, c := range []*cell{lr.Level2, lr.Level0} {
+		m := c.get("max_us")
+		add(fmt.Sprintf("%s: max ≤ %s ms", c.Name, fmtMS(targetBufferedMax)),
+			fmtSpread(m, msOf, false)+" ms", verdict(m.Median <= us(targetBufferedMax), true))
+	}
+	for _, c := range []*cell{lr.Sync1, lr.Level2, lr.Level0} {
+		wa := c.get("write_amplification")
+		add(fmt.Sprintf("%s: write amplification ≤ %.2f×", c.Name, targetWA), waCell(c), verdict(wa.Median <= targetWA, wa.Median > 0))
+	}
+	thr := ratioSpread(lr.Level2, lr.RawAppend, "commits_per_sec")
+	add(fmt.Sprintf("innodb=2: ≥ %.2f× the raw pwrite throughput", targetThroughput),
+		fmtSpread(thr, fmtRatio, false)+"×", verdict(thr.Median >= targetThroughput, thr.Median > 0))
+	return t
+}
+
+// worstTable lists each log cell's slowest commits over all rounds.
+func worstTable(lr *longResult) table {
+	t := table{
+		title: fmt.Sprintf("long — the %d slowest commits of each log cell and what they waited on", longWorst),
+		notes: []string{"\"Waited on\" is the first that applies of: waited for spare segment (Stats.Prepare.Waits moved: the append " +
+			"waited for the next segment's zero-fill and sync), roll (the Observer saw a segment roll during the wait), log-buffer full " +
+			"(Stats.BufferFullWaits moved), fdatasync took X ms (an fdatasync reported by the Observer overlapped the wait and took at " +
+			"least half of it), unknown. \"During the wait\" lists everything counted in it: the longest overlapping fdatasync (the " +
+			"commit's own, the background flusher's, a roll's or a segment preparation's), whether the next segment was being " +
+			"prepared (reconstructed from Stats.Prepare.Prepared and PrepareTime, sampled every millisecond), write() time of at " +
+			"least half the wait, a GC cycle. Counters are sampled every millisecond, so a cause is placed within about a millisecond " +
+			"of the wait; it is what happened during the wait, not proof that it alone made the wait long. " +
+			"One row per stall: \"alike\" counts the other commits (of each committer's slowest) that returned within a " +
+			"millisecond of the listed one, the rest of its group."},
+		header: []string{"cell", "round", "at s", "latency ms", "alike", "waited on", "during the wait"},
+	}
+	for _, c := range []*cell{lr.Sync1, lr.Level2, lr.Level0} {
+		var all []slowExplained
+		for _, r := range c.Rounds {
+			if r.Long != nil {
+				all = append(all, r.Long.Slowest...)
+			}
+		}
+		slices.SortFunc(all, func(a, b slowExplained) int { return int(b.Latency - a.Latency) })
+		for _, s := range all[:min(longWorst, len(all))] {
+			t.rows = append(t.rows, []string{c.Name, fmt.Sprint(s.Round), fmtFloat1(s.Start.Seconds()),
+				fmtFloat1(ms(s.Latency)), fmtInt(s.Alike), s.Cause, s.During})
+		}
+	}
+	return t
+}
