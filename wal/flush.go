@@ -102,6 +102,19 @@ func (l *Log) writeAt(p []byte, lsn LSN) error {
 		l.stats.writeErrors.Add(1)
 		return fmt.Errorf("writing %s at offset %d with %v: %w", seg.path, off, l.method, err)
 	}
+	if step := l.opts.WritebackAfter; step > 0 && !l.method.Direct() && !l.method.WriteThrough() {
+		// Hand what accumulated to the device now, so the next sync finds
+		// little to write. SYNC_FILE_RANGE_WRITE alone consumes no
+		// writeback error, but an error here is still one of this file's
+		// writes: treat it as the write's.
+		if end := off + int64(n); end-seg.handed >= step {
+			if err := vfs.Writeback(seg.f, seg.handed, end-seg.handed, false); err != nil {
+				l.stats.writeErrors.Add(1)
+				return fmt.Errorf("starting writeback of %s at offset %d: %w", seg.path, seg.handed, err)
+			}
+			seg.handed = end
+		}
+	}
 	l.stats.paddingBytes.Add(uint64(padding))
 	bs := int64(max(l.dio.align, blockCountSize))
 	if (off+int64(len(p)))/bs > off/bs {

@@ -22,6 +22,9 @@ const (
 	// DefaultNoSpaceTimeout is how long Append waits for a new segment
 	// while the disk is full before it returns ErrNoSpace.
 	DefaultNoSpaceTimeout = 5 * time.Second
+	// DefaultWritebackAfter is the default Options.WritebackAfter in
+	// bytes: writeback is started every 1 MiB written.
+	DefaultWritebackAfter int64 = 1 << 20
 )
 
 // Limits on Options fields.
@@ -90,6 +93,20 @@ type Options struct {
 	// and Stats.SyncMethodFallback; it never weakens what a commit waits
 	// for. Default false.
 	AllowSyncMethodFallback bool
+	// WritebackAfter is, in bytes, how much the log lets accumulate in the
+	// page cache before it asks the kernel to start writing it to the device
+	// (Linux sync_file_range with SYNC_FILE_RANGE_WRITE, as PostgreSQL's
+	// backend_flush_after and RocksDB's wal_bytes_per_sync do): frames
+	// written to a segment since the last request, and the zeros of a segment
+	// being prepared, which also waits for each step before writing the
+	// next, so that preparation proceeds at the device's pace with at most
+	// two steps queued ahead of the log's own syncs. A later fdatasync (a
+	// commit's, a roll's, an interval's) then finds little left to write,
+	// and does not stall the commits behind it. It never makes anything
+	// durable and changes no policy's promise. It applies to the buffered
+	// methods (Fdatasync, Fsync) on Linux; elsewhere it does nothing.
+	// Default DefaultWritebackAfter (1 MiB); negative turns it off.
+	WritebackAfter int64
 	// VerifyOnOpen makes Open read and check every frame of every segment.
 	// By default Open reads, of each sealed (non-last) segment, only its
 	// header and the link frame its roll wrote after the segment and its
@@ -137,6 +154,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.NoSpaceTimeout == 0 {
 		o.NoSpaceTimeout = DefaultNoSpaceTimeout
+	}
+	if o.WritebackAfter == 0 {
+		o.WritebackAfter = DefaultWritebackAfter
 	}
 	if o.FS == nil {
 		o.FS = vfs.OS()

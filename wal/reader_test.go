@@ -47,7 +47,7 @@ func appendN(t testing.TB, l *wal.Log, id, n, size int) []wal.LSN {
 
 // appendUntilSegments appends 300-byte records record(id, i, 300) to l
 // until the log in mem has n segments, and returns their LSNs.
-func appendUntilSegments(t *testing.T, l *wal.Log, mem *vfs.MemFS, n, id int) []wal.LSN {
+func appendUntilSegments(t *testing.T, l *wal.Log, mem vfs.FS, n, id int) []wal.LSN {
 	t.Helper()
 	var lsns []wal.LSN
 	for i := 0; len(segments(t, mem)) < n; i++ {

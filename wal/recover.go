@@ -270,6 +270,7 @@ func (l *Log) repairTail(s *segment, buf []byte, end, proven LSN) error {
 		return fmt.Errorf("wal: open: %w", err)
 	}
 	s.f = f
+	s.handed = s.offset(end)
 	if l.method.Direct() {
 		// The partial block at the end of the frames is rewritten by
 		// the next write: keep its bytes. An unaligned end of a

@@ -161,6 +161,7 @@ type segment struct {
 	version uint32 // segment format version from its header
 	size    int64  // file size in bytes
 	limit   int64  // end of the bytes new frames may use: size, aligned down under O_DIRECT
+	handed  int64  // frames before this offset were handed to the device (WritebackAfter)
 	path    string
 	f       vfs.File // write handle while the segment is active or prepared
 }
@@ -220,12 +221,32 @@ func (l *Log) prepareSegment() (*segment, error) {
 	start := time.Now()
 	const chunk = 64 << 10
 	zeros := alignedBuf(int(min(chunk, l.opts.SegmentSize)), l.dio.align)
+	// Paced writeback (buffered methods): every step of WritebackAfter
+	// bytes is handed to the device as it is written, and the step before it
+	// waited for, so at most two steps of zeros are ever queued ahead of the
+	// log's own writes and syncs, instead of the whole segment at the final
+	// sync. An error of a wait consumes the file's writeback error (as a
+	// sync's would): the preparation fails, and the file is discarded.
+	step := l.opts.WritebackAfter
+	if step <= 0 || l.method.Direct() || l.method.WriteThrough() {
+		step = 0
+	}
+	var handed int64 // zeros before this offset were handed to the device
 	for off := int64(0); off < l.opts.SegmentSize; off += int64(len(zeros)) {
 		clear(zeros) // the FS may scramble written buffers
 		n := min(int64(len(zeros)), l.opts.SegmentSize-off)
 		w, err := f.WriteAt(zeros[:n], off)
 		if err == nil && int64(w) < n {
 			err = syscall.ENOSPC // no progress and no errno: PostgreSQL reports ENOSPC
+		}
+		if err == nil && step > 0 && off+n-handed >= step {
+			if handed > 0 {
+				err = vfs.Writeback(f, max(0, handed-step), min(step, handed), true)
+			}
+			if err == nil {
+				err = vfs.Writeback(f, handed, off+n-handed, false)
+			}
+			handed = off + n
 		}
 		if err != nil {
 			return fail(err)
@@ -237,7 +258,7 @@ func (l *Log) prepareSegment() (*segment, error) {
 	l.stats.seg.prepared.Add(1)
 	l.stats.seg.prepareBytes.Add(uint64(l.opts.SegmentSize))
 	l.stats.seg.prepareTime.Add(int64(time.Since(start)))
-	return &segment{version: segmentVersion, size: l.opts.SegmentSize, limit: l.opts.SegmentSize, path: path, f: f}, nil
+	return &segment{version: segmentVersion, size: l.opts.SegmentSize, limit: l.opts.SegmentSize, handed: segmentHeaderSize, path: path, f: f}, nil
 }
 
 // installSegment gives a prepared segment its first LSN, s.first: it writes the header,

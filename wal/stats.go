@@ -43,7 +43,8 @@ type segCounters struct {
 
 // PrepareStats counts the segment lifecycle: preparing the next segment
 // (zero-filling and syncing it, in the background, once the current one is
-// half full) and the appends that had to wait for one. Counts are since
+// an eighth full, handing its zeros to the device in steps of
+// Options.WritebackAfter) and the appends that had to wait for one. Counts are since
 // Open; durations are totals of wall time.
 type PrepareStats struct {
 	// Prepared counts segments prepared, the one a new log starts with

@@ -51,7 +51,7 @@ func TestStatsGroupCounters(t *testing.T) {
 }
 
 // TestSegmentWaitsCounted: an append that reaches the end of a segment while
-// the next one is still being prepared (started at the half-full mark) waits
+// the next one is still being prepared (started at the eighth-full mark) waits
 // for it, and that wait is counted and timed, although the append did not
 // start the preparation. Preparations are counted with their bytes.
 func TestSegmentWaitsCounted(t *testing.T) {

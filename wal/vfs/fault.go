@@ -232,6 +232,9 @@ func (f *injectFile) Alignment() int { return f.f.Alignment() }
 
 func (f *injectFile) alignmentSource() string { return AlignmentSource(f.f) }
 
+// Writeback passes the hint through, uninjected: it changes no durability.
+func (f *injectFile) Writeback(off, n int64, wait bool) error { return Writeback(f.f, off, n, wait) }
+
 // short returns the prefix length and error of a *ShortOp, and ok=false for
 // any other error.
 func short(err error, n int) (keep int, serr error, ok bool) {

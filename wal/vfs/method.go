@@ -149,3 +149,29 @@ func (m *SyncMethod) UnmarshalText(text []byte) error {
 	*m = v
 	return nil
 }
+
+// Writebacker is implemented by files that can start writing a range of
+// their dirty pages to the device without making it durable: Linux
+// sync_file_range(2), which PostgreSQL's *_flush_after settings and
+// RocksDB's bytes_per_sync use to spread writeback out instead of leaving it
+// to one large fsync. The files of [OS] implement it on Linux.
+type Writebacker interface {
+	// Writeback starts writeback of the file's bytes [off, off+n) and
+	// returns without waiting for it (SYNC_FILE_RANGE_WRITE); with wait it
+	// also waits for writeback of the range, started before or by this
+	// call, to complete (SYNC_FILE_RANGE_WAIT_BEFORE|WRITE|WAIT_AFTER),
+	// which paces a writer to the device. Neither makes anything durable:
+	// only Sync does (no file metadata, no device cache flush).
+	Writeback(off, n int64, wait bool) error
+}
+
+// Writeback asks f to start writeback of its bytes [off, off+n) (see
+// [Writebacker]). It is a hint: it returns nil at once where f does not
+// implement Writebacker (MemFS, platforms without sync_file_range), and an
+// error only from the system call.
+func Writeback(f File, off, n int64, wait bool) error {
+	if w, ok := f.(Writebacker); ok && n > 0 {
+		return w.Writeback(off, n, wait)
+	}
+	return nil
+}

@@ -96,3 +96,13 @@ func fsTypeName(path string) string {
 	}
 	return fmt.Sprintf("type 0x%x", uint32(st.Type))
 }
+
+// writebackFile starts writeback of f's bytes [off, off+n), and with wait
+// waits for it: sync_file_range(2).
+func writebackFile(f *os.File, off, n int64, wait bool) error {
+	flags := unix.SYNC_FILE_RANGE_WRITE
+	if wait {
+		flags |= unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WAIT_AFTER
+	}
+	return unix.SyncFileRange(int(f.Fd()), off, n, flags)
+}

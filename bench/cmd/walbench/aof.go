@@ -52,13 +52,14 @@ func planAOF(e *env, p *plan) *aofResult {
 }
 
 // aofBatches returns how many batches the batch run commits: as many as
-// fit in 45% of a segment, so that the window rolls no segment and does not
-// overlap the zero-filling of the next one (which starts at half a segment).
+// fit in 12% of a segment (at least 3), so that the window rolls no segment
+// and does not overlap the zero-filling of the next one, which starts once
+// an eighth of the segment is used.
 // The run then measures the commit path, not segment preparation.
 func aofBatches(cfg config) int {
 	const frameOverhead = 32 // frame header and padding, at most
 	perBatch := int64(cfg.counts.aofBatch) * int64(cfg.size+frameOverhead)
-	return int(max(3, cfg.segment*45/100/perBatch))
+	return int(max(3, cfg.segment*12/100/perBatch))
 }
 
 // aofTables renders article 001's tables.
@@ -78,7 +79,7 @@ func aofTables(a *aofResult, disk *diskResult, rounds int) []table {
 		title: fmt.Sprintf("aof — %s — batches of %s records per commit (AppendBatch), one goroutine",
 			art001.Short(), fmtInt(a.Words[0].Batch.first().RecordsPer)),
 		notes: []string{"A batch waits once, for its last record, like a pipelined batch in one Redis event-loop turn. " +
-			"The batches fit in half a segment, so no segment is rolled or zero-filled while they run; " +
+			"The batches fit in an eighth of a segment, so no segment is rolled or zero-filled while they run; " +
 			"MB/s counts record payload.", roundsNote(rounds)},
 		header: []string{"appendfsync", "records/s", "MB/s", "batch p50 µs", "batch p99 µs", "fsyncs", "batches", "article records/s"},
 	}
