@@ -116,11 +116,22 @@
 // segment file whose size differs from its header's is damage (Open fails):
 // no crash can shrink or grow a file created and synced at full size.
 //
+// A recycled segment (format version 3) is a file RemoveBefore kept
+// ([Options].RecycleSegments, as PostgreSQL's wal_recycle) instead of
+// removing it: the next preparation renames it, and it gets a new header,
+// without being zero-filled again. After its frames it holds what its
+// earlier use left: frames of LSNs below the log's start, which no checksum
+// seeded with a current LSN accepts, and which carry watermarks below the
+// segment's first LSN, while every frame of its current use carries one at
+// or above it. Recovery therefore takes those bytes for stale, not torn:
+// it cuts (quarantines and zeroes) only the frames of the current use found
+// after the end of the valid ones, and a clean Close still reopens clean.
+//
 // Segment header (little endian):
 //
 //	offset  size  field
 //	0       8     magic "durawal\x00"
-//	8       4     version (2; 1, without end and link frames, is still read; Open fails with ErrUnsupportedVersion for another)
+//	8       4     version (2, or 3 for a recycled file; 1, without end and link frames, is still read; Open fails with ErrUnsupportedVersion for another)
 //	12      4     file size in bytes / 8, as created (a segment is never resized)
 //	16      8     first LSN
 //	24      8     xxhash64 of bytes 0..23

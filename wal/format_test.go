@@ -2,10 +2,12 @@ package wal_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/durawal/durawal/policy"
@@ -100,4 +102,67 @@ func checkFixture(t *testing.T, l *wal.Log) {
 	defer l.Close()
 	_, got = readAll(t, l, 0)
 	require.Equal(t, append(recs, []byte("appended by this build")), got)
+}
+
+// formatV3Record is the i-th record of the format-v3 fixture.
+func formatV3Record(i int) []byte {
+	return []byte(fmt.Sprintf("format-v3 record %04d %s", i, strings.Repeat("r", 150+i%90)))
+}
+
+// TestFormatV3: the fixture is a log checkpointed by RemoveBefore after
+// every roll, whose segments reuse recycled files (format version 3: stale
+// frames of earlier LSNs after the frames). It opens clean, with nothing
+// torn or quarantined, and its records are the generator's last ones.
+func TestFormatV3(t *testing.T) {
+	const n = 400
+	src := filepath.Join("testdata", "format-v3")
+	if *updateFormat {
+		require.NoError(t, os.RemoveAll(src))
+		l, err := wal.Open(src, wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncNever()})
+		require.NoError(t, err)
+		var lsns []wal.LSN
+		rolls := uint64(0)
+		for i := range n {
+			lsn, err := l.Append(formatV3Record(i))
+			require.NoError(t, err)
+			lsns = append(lsns, lsn)
+			if r := l.Stats().Rolls; r != rolls && i > 12 {
+				rolls = r
+				_, err := l.RemoveBefore(lsns[i-12])
+				require.NoError(t, err)
+			}
+		}
+		require.Positive(t, l.Stats().Prepare.Recycled)
+		require.NoError(t, l.Close())
+		require.NoError(t, os.Remove(filepath.Join(src, "LOCK")))
+	}
+	dir := copyFixture(t, src)
+	recycled := 0
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range ents {
+		if b, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil && strings.HasSuffix(e.Name(), ".wal") && binary.LittleEndian.Uint32(b[8:12]) == 3 {
+			recycled++
+		}
+	}
+	require.Positive(t, recycled, "the fixture holds recycled segments")
+	l, err := wal.Open(dir, wal.Options{})
+	require.NoError(t, err)
+	info := l.Recovered()
+	require.True(t, info.Clean)
+	require.Zero(t, info.TornBytes)
+	require.Empty(t, info.Quarantined)
+	_, got := readAll(t, l, info.FirstLSN)
+	require.GreaterOrEqual(t, len(got), 12)
+	for i, rec := range got {
+		require.Equal(t, formatV3Record(n-len(got)+i), rec, "record %d of %d", i, len(got))
+	}
+	_, err = l.Append([]byte("appended by this build"))
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	l, err = wal.Open(dir, wal.Options{VerifyOnOpen: true})
+	require.NoError(t, err)
+	_, got2 := readAll(t, l, info.FirstLSN)
+	require.Equal(t, append(got, []byte("appended by this build")), got2)
+	require.NoError(t, l.Close())
 }

@@ -25,6 +25,9 @@ const (
 	// DefaultWritebackAfter is the default Options.WritebackAfter in
 	// bytes: writeback is started every 1 MiB written.
 	DefaultWritebackAfter int64 = 1 << 20
+	// DefaultRecycleSegments is the default Options.RecycleSegments: two
+	// segment files freed by RemoveBefore are kept for reuse.
+	DefaultRecycleSegments = 2
 )
 
 // Limits on Options fields.
@@ -107,6 +110,16 @@ type Options struct {
 	// methods (Fdatasync, Fsync) on Linux; elsewhere it does nothing.
 	// Default DefaultWritebackAfter (1 MiB); negative turns it off.
 	WritebackAfter int64
+	// RecycleSegments is how many segment files freed by RemoveBefore are
+	// kept, renamed, for reuse as the next segments instead of being
+	// removed, as PostgreSQL recycles WAL files (wal_recycle) and Pebble
+	// its logs: a reused file is neither zero-filled nor synced again, so
+	// a log checkpointed by RemoveBefore writes each byte about once, and
+	// its fdatasyncs find every block allocated. Kept files are named
+	// "recycle-<n>.wal.tmp"; Close removes them and so does Open (a
+	// crash's leftovers). Files of another size than SegmentSize are not
+	// reused. Default DefaultRecycleSegments (2); negative: none.
+	RecycleSegments int
 	// VerifyOnOpen makes Open read and check every frame of every segment.
 	// By default Open reads, of each sealed (non-last) segment, only its
 	// header and the link frame its roll wrote after the segment and its
@@ -154,6 +167,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.NoSpaceTimeout == 0 {
 		o.NoSpaceTimeout = DefaultNoSpaceTimeout
+	}
+	if o.RecycleSegments == 0 {
+		o.RecycleSegments = DefaultRecycleSegments
 	}
 	if o.WritebackAfter == 0 {
 		o.WritebackAfter = DefaultWritebackAfter

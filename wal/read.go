@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -138,6 +139,9 @@ func (l *Log) readFile(lsn LSN, dst []byte) ([]byte, error) {
 	hdr := [frameHeaderSize]byte(dst)
 	n := binary.LittleEndian.Uint32(hdr[8:12])
 	bad := func(reason string) error {
+		if err := reused(f, first); err != nil {
+			return err
+		}
 		return &CorruptionError{Segment: segmentName(first), Offset: off,
 			Reason: fmt.Sprintf("%s at LSN %d (damage, or not the LSN of a record)", reason, lsn)}
 	}
@@ -157,6 +161,25 @@ func (l *Log) readFile(lsn LSN, dst []byte) ([]byte, error) {
 		return nil, bad("checksum mismatch")
 	}
 	return dst, nil
+}
+
+// reused returns an error matching fs.ErrNotExist if the file f, opened as
+// the segment starting at first, now has the header of another segment: a
+// log written by another process (a reader of OpenReadOnly) removed the
+// segment with RemoveBefore and reused its file (Options.RecycleSegments)
+// while f was open. A bad frame read through f is then not damage. It
+// returns nil otherwise.
+func reused(f vfs.File, first LSN) error {
+	var hdr [segmentHeaderSize]byte
+	if n, _ := f.ReadAt(hdr[:], 0); n < len(hdr) || [8]byte(hdr[:8]) != segmentMagic ||
+		binary.LittleEndian.Uint64(hdr[24:32]) != xxhash.Sum64(hdr[:24]) {
+		return nil
+	}
+	if now := LSN(binary.LittleEndian.Uint64(hdr[16:24])); now != first {
+		return fmt.Errorf("wal: %s was removed by RemoveBefore and its file reused for the segment at LSN %d: %w",
+			segmentName(first), now, fs.ErrNotExist)
+	}
+	return nil
 }
 
 // readFull reads len(p) bytes at off from f, the segment starting at first.

@@ -282,6 +282,9 @@ func (r *Reader) frameAt(lsn, end LSN) ([]byte, int64, error) {
 				return rec, size, nil
 			}
 			if st != frameShort || attempt > 1 {
+				if err := reused(r.f, r.first); err != nil {
+					return nil, 0, err
+				}
 				return nil, 0, &CorruptionError{Segment: r.name, Offset: segmentHeaderSize + int64(lsn-r.first),
 					Reason: fmt.Sprintf("%s at LSN %d below the written LSN %d", st, lsn, end)}
 			}
@@ -322,9 +325,35 @@ func (r *Reader) Close() error {
 	return err
 }
 
+// removeSegmentFile removes the file of a segment below the log's start,
+// or, while fewer than Options.RecycleSegments are kept, renames it for
+// reuse by the next preparation. Only segments below the start are ever
+// kept: their LSNs are never used again (TruncateAfter cannot cut below
+// FirstLSN, and removes the segments after a cut), so none of their frames
+// can pass for a current one.
+func (l *Log) removeSegmentFile(path string) error {
+	l.poolMu.Lock()
+	keep := len(l.pool) < l.opts.RecycleSegments
+	l.poolMu.Unlock()
+	if !keep {
+		return l.fs.Remove(path)
+	}
+	to := l.recycleName()
+	if err := l.fs.Rename(path, to); err != nil {
+		return err
+	}
+	l.poolMu.Lock()
+	l.pool = append(l.pool, to)
+	l.poolMu.Unlock()
+	l.stats.seg.recycledKept.Add(1)
+	return nil
+}
+
 // RemoveBefore removes, oldest first, every segment whose frames all lie
-// below lsn (a checkpoint: the caller no longer needs those records). The
-// active segment is never removed. The new start of the log is recorded
+// below lsn (a checkpoint: the caller no longer needs those records), or
+// keeps up to Options.RecycleSegments of their files, renamed, for the next
+// segments to reuse (PostgreSQL wal_recycle). The active segment is never
+// removed. The new start of the log is recorded
 // (the first-lsn file, synced) before any file is removed, so a missing
 // oldest segment is damage and a crash between the removals is finished by
 // the next Open; each removal is then made durable (directory synced)
@@ -373,7 +402,8 @@ func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 	l.leftover = append(l.leftover, doomed...)
 	for len(l.leftover) > 0 {
 		name := segmentName(l.leftover[0])
-		if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		path := filepath.Join(l.dir, name)
+		if err := l.removeSegmentFile(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return first, fmt.Errorf("wal: removing %s: %w", name, err)
 		}
 		if err := l.syncDir(); err != nil {

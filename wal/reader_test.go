@@ -332,15 +332,27 @@ func TestRemoveBeforeDoesNotStallCommitsOrReaders(t *testing.T) {
 // out of the log (the recorded start moved past it) and is removed by the
 // next RemoveBefore.
 func TestRemoveBeforeRetriesAFailedRemoval(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		op      vfs.OpKind
+		recycle int
+	}{{"remove", vfs.OpRemove, -1}, {"rename for reuse", vfs.OpRename, 2}} {
+		t.Run(c.name, func(t *testing.T) {
+			removeBeforeRetries(t, c.op, c.recycle)
+		})
+	}
+}
+
+func removeBeforeRetries(t *testing.T, kind vfs.OpKind, recycle int) {
 	var fail atomic.Bool
 	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpRemove && strings.HasSuffix(op.Path, ".wal") && fail.CompareAndSwap(true, false) {
+		if op.Kind == kind && strings.HasSuffix(op.Path, ".wal") && fail.CompareAndSwap(true, false) {
 			return vfs.ErrInjected
 		}
 		return nil
 	})
 	mem := vfs.NewMem()
-	l := openLog(t, vfs.Inject(mem, inj), wal.Options{SegmentSize: 8 << 10})
+	l := openLog(t, vfs.Inject(mem, inj), wal.Options{SegmentSize: 8 << 10, RecycleSegments: recycle})
 	appendUntilSegments(t, l, mem, 4, 9)
 	segs := segments(t, mem)
 	keep := segFirst(t, segs[2])

@@ -178,7 +178,7 @@ func TestOpenReadOnlyTornTail(t *testing.T) {
 }
 
 func TestOpenReadOnlyInterruptedRemoveBefore(t *testing.T) {
-	opts := wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncEveryCommit()}
+	opts := wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncEveryCommit(), RecycleSegments: -1} // the removal fails, not a rename
 	mem := vfs.NewMem()
 	var failRemove atomic.Bool
 	fsys := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {

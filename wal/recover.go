@@ -585,12 +585,23 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (x, proven LSN, er
 		return 0, 0, &CorruptionError{Segment: segmentName(at), Offset: 0,
 			Reason: fmt.Sprintf("missing: %s, the last segment present, continues at LSN %d in it", name, at)}
 	}
+	// In a recycled segment (version 3) the bytes after the frames are
+	// what an earlier use of the file left, not zeros: only frames valid
+	// at their own position's LSN belong to this use of it. Every one of
+	// those carries a watermark of at least first (a segment is used only
+	// once its predecessor is synced), while every stale one is below it.
+	recycled := binary.LittleEndian.Uint32(buf[8:12]) >= recycledVersion
 	if l.info.Clean {
 		// The log ends with a clean Close's end frame and nothing after
 		// it: every byte before it is verified. The end is the end
 		// frame's LSN; the next append overwrites it.
 		at := lsn - endFrameSize
-		if lastNonZeroFrom(buf, s.offset(lsn)) < 0 {
+		follows := lastNonZeroFrom(buf, s.offset(lsn)) >= 0
+		if recycled {
+			_, _, end := scanTail(buf, &s, s.offset(lsn), at, first)
+			follows = end > 0
+		}
+		if !follows {
 			return at, at, nil
 		}
 		// Bytes follow it: recover as after a crash, the end frame being
@@ -598,33 +609,60 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (x, proven LSN, er
 		l.info.Clean, lsn = false, at
 	}
 	x, xoff := lsn, s.offset(lsn)
-	lastNonZero := int64(-1)
-	for off := xoff; off+frameHeaderSize <= int64(len(buf)); off += frameAlign {
-		at := first + LSN(off-segmentHeaderSize)
-		// Only a frame whose watermark lies in (x, at] can decide the
-		// verdict (every frame's watermark is at most its own LSN): skip
-		// the rest before the checksum, or a torn record of small
-		// integers, read as a header at each of its offsets, would be
-		// checksummed over its claimed length at every one of them.
-		if wm := LSN(binary.LittleEndian.Uint64(buf[off+16 : off+24])); wm <= x || wm > at {
-			continue
-		}
-		_, wm, size, fst := decodeFrame(buf[off:], at, int(maxRecordFor(int64(len(buf)))))
-		if fst != frameValid {
-			continue
-		}
-		if wm > x {
-			return 0, 0, &CorruptionError{Segment: name, Offset: xoff,
-				Reason: fmt.Sprintf("%s at LSN %d, but the frame at LSN %d records the log as synced up to LSN %d", st, x, at, wm)}
-		}
-		off += size - frameAlign
+	lo := x + 1 // the lowest watermark of a frame scanTail must look at
+	if recycled {
+		lo = first
 	}
-	lastNonZero = lastNonZeroFrom(buf, xoff)
-	if lastNonZero >= 0 {
-		l.info.TornBytes = lastNonZero + 1 - xoff
+	if at, wm, end := scanTail(buf, &s, xoff, x, lo); wm > x {
+		return 0, 0, &CorruptionError{Segment: name, Offset: xoff,
+			Reason: fmt.Sprintf("%s at LSN %d, but the frame at LSN %d records the log as synced up to LSN %d", st, x, at, wm)}
+	} else if recycled && end > xoff {
+		// The frames of this use after x (never synced, or a
+		// later frame would vouch for x) must go, or new frames ending
+		// where one starts would bring it back; the stale bytes after
+		// them are left to be overwritten.
+		l.info.TornBytes = end - xoff
+	}
+	if !recycled {
+		if lastNonZero := lastNonZeroFrom(buf, xoff); lastNonZero >= 0 {
+			l.info.TornBytes = lastNonZero + 1 - xoff
+		}
+	}
+	if l.info.TornBytes > 0 {
 		l.info.Clean = false
 	}
 	return x, proven, nil
+}
+
+// scanTail looks at every frame position of the last segment s (its bytes
+// buf) from offset xoff on, where the valid frames stop at LSN x, for
+// frames valid at their own position's LSN with a watermark of at least
+// lo. It returns the first of them whose watermark is above x (at, wm: x
+// was synced, and is damaged), or else wm 0 and the offset where the last
+// of them ends (0 if none).
+//
+// Only a frame whose watermark lies in [lo, at] is checksummed (every
+// frame's watermark is at most its own LSN): the rest are skipped on one
+// load, or a torn record of small integers, read as a header at each of
+// its offsets, would be checksummed over its claimed length at every one.
+func scanTail(buf []byte, s *segment, xoff int64, x, lo LSN) (at, wm LSN, end int64) {
+	maxRec := int(maxRecordFor(int64(len(buf))))
+	for off := xoff; off+frameHeaderSize <= int64(len(buf)); off += frameAlign {
+		pos := s.first + LSN(off-segmentHeaderSize)
+		if w := LSN(binary.LittleEndian.Uint64(buf[off+16 : off+24])); w < lo || w > pos {
+			continue
+		}
+		_, w, size, st := decodeFrame(buf[off:], pos, maxRec)
+		if st != frameValid || off+size > int64(len(buf)) {
+			continue
+		}
+		if w > x {
+			return pos, w, 0
+		}
+		end = off + size
+		off += size - frameAlign
+	}
+	return 0, 0, end
 }
 
 // segmentExists reports whether the segment starting at first is in the

@@ -18,14 +18,21 @@ import (
 // Segment header layout (little endian), normative, documented in doc.go:
 //
 //	[0:8)   magic      "durawal\x00"
-//	[8:12)  version    2 (1: written before end frames existed; still read)
+//	[8:12)  version    2, or 3 for a recycled segment (1: written before end frames existed; still read)
 //	[12:16) size/8     the file's size in bytes when created, divided by 8
 //	[16:24) first LSN  the LSN of the segment's first frame (also its name)
 //	[24:32) checksum   xxhash64 of bytes [0:24)
+//
+// Version 3 is version 2 in a recycled file: the bytes after its frames are
+// not zeros but what an earlier use of the file left, frames of LSNs below
+// the log's start that no checksum seeded with a current LSN accepts.
+// Recovery treats them as stale, not torn (recoverTail).
 const (
 	segmentHeaderSize = 32
-	segmentVersion    = 2 // written by this build
+	segmentVersion    = 2 // written by this build for a zero-filled segment
+	recycledVersion   = 3 // written by this build for a recycled segment
 	minSegmentVersion = 1 // the oldest this build reads
+	maxSegmentVersion = recycledVersion
 	segmentSuffix     = ".wal"
 	tmpSuffix         = ".wal.tmp"
 	lockName          = "LOCK"
@@ -50,10 +57,10 @@ func parseSegmentName(name string) (LSN, bool) {
 	return LSN(n), true
 }
 
-func encodeSegmentHeader(first LSN, size int64) []byte {
+func encodeSegmentHeader(first LSN, size int64, version uint32) []byte {
 	b := make([]byte, segmentHeaderSize)
 	copy(b, segmentMagic[:])
-	binary.LittleEndian.PutUint32(b[8:12], segmentVersion)
+	binary.LittleEndian.PutUint32(b[8:12], version)
 	binary.LittleEndian.PutUint32(b[12:16], uint32(size/frameAlign))
 	binary.LittleEndian.PutUint64(b[16:24], uint64(first))
 	binary.LittleEndian.PutUint64(b[24:32], xxhash.Sum64(b[:24]))
@@ -104,9 +111,9 @@ func checkHeader(b []byte, name string, first LSN) error {
 		return bad(0, "bad segment magic (not a durawal segment)")
 	case binary.LittleEndian.Uint64(b[24:32]) != xxhash.Sum64(b[:24]):
 		return bad(0, "segment header checksum mismatch")
-	case binary.LittleEndian.Uint32(b[8:12]) < minSegmentVersion || binary.LittleEndian.Uint32(b[8:12]) > segmentVersion:
+	case binary.LittleEndian.Uint32(b[8:12]) < minSegmentVersion || binary.LittleEndian.Uint32(b[8:12]) > maxSegmentVersion:
 		return fmt.Errorf("%w: %s has segment format version %d; this build reads versions %d to %d",
-			ErrUnsupportedVersion, name, binary.LittleEndian.Uint32(b[8:12]), minSegmentVersion, segmentVersion)
+			ErrUnsupportedVersion, name, binary.LittleEndian.Uint32(b[8:12]), minSegmentVersion, maxSegmentVersion)
 	case LSN(binary.LittleEndian.Uint64(b[16:24])) != first:
 		return bad(16, "header first LSN %d does not match the name", binary.LittleEndian.Uint64(b[16:24]))
 	}
@@ -198,6 +205,9 @@ func (s *segment) offset(lsn LSN) int64 { return segmentHeaderSize + int64(lsn-s
 // failure removes the temporary file; ENOSPC is reported as an error
 // matching syscall.ENOSPC.
 func (l *Log) prepareSegment() (*segment, error) {
+	if s := l.reuseSegment(); s != nil {
+		return s, nil
+	}
 	path := filepath.Join(l.dir, fmt.Sprintf("prepare-%d%s", l.tmpSeq.Add(1), tmpSuffix))
 	f, err := l.openFile(path, l.fs.Create)
 	if err != nil {
@@ -270,7 +280,7 @@ func (l *Log) prepareSegment() (*segment, error) {
 // The caller sets s.first (under l.mu, on a roll): appenders read it under
 // l.mu while the leader installs s without it, so it is only read here.
 func (l *Log) installSegment(s *segment) error {
-	hdr := encodeSegmentHeader(s.first, s.size)
+	hdr := encodeSegmentHeader(s.first, s.size, s.version)
 	if l.method.Direct() {
 		blk := alignedBuf(l.dio.align, l.dio.align)
 		copy(blk, hdr)
@@ -365,4 +375,54 @@ func (l *Log) publishSegmentsLocked() {
 	if len(l.segFirsts) > 0 {
 		l.stats.firstLSN.Store(uint64(l.segFirsts[0]))
 	}
+}
+
+// reuseSegment returns a segment prepared from a file RemoveBefore kept
+// for reuse (Options.RecycleSegments), or nil if none can be reused. A
+// recycled file is neither zero-filled nor synced again: its blocks are
+// allocated and written, so a later fdatasync needs no metadata, and what
+// it holds are frames of LSNs below the log's start, which no frame
+// checksum seeded with a current LSN accepts. It gets the header of
+// version recycledVersion at install, so recovery takes those bytes for
+// stale rather than torn. A file that cannot be opened is removed and the
+// next one tried.
+func (l *Log) reuseSegment() *segment {
+	for {
+		l.poolMu.Lock()
+		if len(l.pool) == 0 {
+			l.poolMu.Unlock()
+			return nil
+		}
+		path := l.pool[0]
+		l.pool = l.pool[1:]
+		l.poolMu.Unlock()
+		start := time.Now()
+		f, err := l.openFile(path, l.fs.OpenReadWrite)
+		if err == nil {
+			var size int64
+			if size, err = f.Size(); err == nil && size != l.opts.SegmentSize {
+				err = fmt.Errorf("recycled file %s is %d bytes, not %d", path, size, l.opts.SegmentSize)
+			}
+		}
+		if err != nil {
+			if f != nil {
+				f.Close()
+			}
+			l.opts.Logger.Warn("wal: cannot reuse a recycled segment file; removing it", "file", path, "err", err)
+			l.fs.Remove(path)
+			continue
+		}
+		l.stats.seg.prepared.Add(1)
+		l.stats.seg.recycled.Add(1)
+		l.stats.seg.prepareTime.Add(int64(time.Since(start)))
+		return &segment{version: recycledVersion, size: l.opts.SegmentSize, limit: l.opts.SegmentSize,
+			handed: segmentHeaderSize, path: path, f: f}
+	}
+}
+
+// recycleName returns the name under which RemoveBefore keeps a segment
+// file for reuse: a temporary file's, so that Open removes what a crash or
+// Close leaves of the pool.
+func (l *Log) recycleName() string {
+	return filepath.Join(l.dir, fmt.Sprintf("recycle-%d%s", l.tmpSeq.Add(1), tmpSuffix))
 }

@@ -37,22 +37,29 @@ type counters struct {
 // segCounters count the segment lifecycle (PrepareStats).
 type segCounters struct {
 	prepared, prepareBytes atomic.Uint64
+	recycled, recycledKept atomic.Uint64
 	prepareTime            atomic.Int64
 	waitTime, waitMax      atomic.Int64
 }
 
-// PrepareStats counts the segment lifecycle: preparing the next segment
-// (zero-filling and syncing it, in the background, once the current one is
-// an eighth full, handing its zeros to the device in steps of
-// Options.WritebackAfter) and the appends that had to wait for one. Counts are since
-// Open; durations are totals of wall time.
+// PrepareStats counts the segment lifecycle: preparing the next segment in
+// the background once the current one is an eighth full (reusing a file
+// RemoveBefore kept, or zero-filling and syncing a new one, its zeros handed
+// to the device in steps of Options.WritebackAfter), and the appends that
+// had to wait for one. Counts are since Open; durations are totals of wall
+// time.
 type PrepareStats struct {
 	// Prepared counts segments prepared, the one a new log starts with
-	// included.
-	Prepared uint64
+	// included; Recycled counts those of them that reused a file
+	// (Options.RecycleSegments) instead of zero-filling a new one.
+	Prepared, Recycled uint64
+	// Kept counts segment files RemoveBefore kept for reuse instead of
+	// removing them (PostgreSQL wal_recycle).
+	Kept uint64
 	// PrepareTime is the time spent preparing them (zero-fill and sync).
 	PrepareTime time.Duration
-	// PrepareBytes counts the bytes written to prepare them.
+	// PrepareBytes counts the bytes written to prepare them (zeros; none
+	// for a recycled file).
 	PrepareBytes uint64
 	// Waits counts appends that waited for a segment to be prepared, those
 	// that found a preparation already running included (the same count as
@@ -244,6 +251,8 @@ func (l *Log) Stats() Stats {
 		SegmentCreateStalls: c.segmentCreateStalls.Load(),
 		Prepare: PrepareStats{
 			Prepared:     c.seg.prepared.Load(),
+			Recycled:     c.seg.recycled.Load(),
+			Kept:         c.seg.recycledKept.Load(),
 			PrepareTime:  time.Duration(c.seg.prepareTime.Load()),
 			PrepareBytes: c.seg.prepareBytes.Load(),
 			Waits:        c.segmentCreateStalls.Load(),

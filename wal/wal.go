@@ -90,6 +90,9 @@ type Log struct {
 	tmpSeq                    atomic.Int64
 	stats                     counters
 
+	poolMu sync.Mutex
+	pool   []string // paths of segment files kept for reuse (RecycleSegments), oldest first
+
 	stop chan struct{}  // closed by Close to stop the background flusher
 	wg   sync.WaitGroup // background flusher and segment preparers
 }
@@ -475,7 +478,7 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte) (LSN, error) {
 			}
 			break
 		}
-		if fresh := (&segment{version: segmentVersion, size: l.opts.SegmentSize}).room(); fsz > fresh {
+		if fresh := (&segment{version: recycledVersion, size: l.opts.SegmentSize}).room(); fsz > fresh {
 			// No new segment can take it: rolling would never end.
 			// Options.validate bounds MaxRecordSize so this cannot happen;
 			// refuse rather than trust that bound. (An older, smaller
@@ -733,6 +736,14 @@ func (l *Log) Close() error {
 		spare.f.Close()
 		l.fs.Remove(spare.path)
 	}
+	// Files kept for reuse are temporary files: removed now (Open would
+	// remove what is left), with no directory sync.
+	l.poolMu.Lock()
+	for _, path := range l.pool {
+		l.fs.Remove(path)
+	}
+	l.pool = nil
+	l.poolMu.Unlock()
 	if err == nil {
 		err = l.writeEnd()
 	}

@@ -266,7 +266,9 @@ func printText(w io.Writer, d *dump) {
 		if s.HeaderError != "" {
 			fmt.Fprintf(w, "    bad header: %s\n", s.HeaderError)
 		}
-		if s.TrailingBytes > 0 {
+		if s.TrailingBytes > 0 && s.Version >= 3 {
+			fmt.Fprintf(w, "    %d non-zero bytes after the frames (a recycled file: stale bytes of its earlier use)\n", s.TrailingBytes)
+		} else if s.TrailingBytes > 0 {
 			fmt.Fprintf(w, "    %d non-zero bytes after the frames\n", s.TrailingBytes)
 		}
 		for _, f := range s.Frames {
