@@ -82,7 +82,7 @@ func OpenReadOnly(dir string, opts Options) (*Log, error) {
 		if lerr != nil || slices.Equal(before, after) {
 			break
 		}
-		l.info = RecoveryInfo{}
+		l.info = RecoveryInfo{BytesRead: l.info.BytesRead} // every scan's reads count
 		l.writeSeg, l.appendSeg, l.segFirsts, l.segSizes, l.next = nil, nil, nil, nil, 0
 	}
 	l.info.Duration = time.Since(start)

@@ -183,7 +183,6 @@ func (l *Log) recover() error {
 		if err != nil {
 			return err
 		}
-		l.info.BytesRead += int64(len(buf))
 		sizes = append(sizes, int64(len(buf)))
 		if err := checkSegment(scanBytes(buf, name, first)); err != nil {
 			return err
@@ -413,7 +412,8 @@ func (l *Log) checkFirst(firsts []LSN) (kept []LSN, recorded bool, err error) {
 	return firsts, true, nil
 }
 
-// readSegment reads the whole file at path into buf (grown as needed).
+// readSegment reads the whole file at path into buf (grown as needed),
+// counting the bytes read in l.info.BytesRead.
 func (l *Log) readSegment(path string, buf []byte) ([]byte, error) {
 	f, err := l.fs.Open(path)
 	if err != nil {
@@ -428,7 +428,9 @@ func (l *Log) readSegment(path string, buf []byte) ([]byte, error) {
 		buf = make([]byte, size)
 	}
 	buf = buf[:size]
-	if n, err := f.ReadAt(buf, 0); int64(n) < size {
+	n, err := f.ReadAt(buf, 0)
+	l.info.BytesRead += int64(max(n, 0))
+	if int64(n) < size {
 		if err == nil {
 			err = io.ErrUnexpectedEOF
 		}
