@@ -36,7 +36,9 @@ type RecoveryInfo struct {
 	// preparations that Open removed.
 	RemovedTemp int
 	// Clean reports that the log ends with the end frame a clean Close
-	// writes: every byte of it was verified, and the torn tail is empty.
+	// writes: every byte of the last segment was verified (of every
+	// segment, with Options.VerifyOnOpen; a trusted sealed segment's frames
+	// are checked when read), and the torn tail is empty.
 	Clean bool
 	// Unvouched is the number of bytes of recovered frames at the end of
 	// the log that no later frame's watermark vouches for (0 after a clean
