@@ -56,7 +56,7 @@ func TestCountSyncEveryCommit(t *testing.T) {
 	for _, tc := range []struct {
 		segSize int64
 		n       int
-	}{{64 << 10, countCommits}, {256 << 10, 1000}} { // 19 rolls; no roll (and no spare) at all
+	}{{64 << 10, countCommits}, {256 << 10, 1000}} { // 19 rolls; no roll at all (one spare: 128 KB is past an eighth)
 		segSize, n := tc.segSize, tc.n
 		t.Run(byteSize(segSize), func(t *testing.T) {
 			mem := vfs.NewMem()

@@ -78,8 +78,10 @@
 //
 //   - A clean Close: everything. After its final sync Close writes an end
 //     frame whose watermark is its own LSN and syncs it, so damage anywhere
-//     in the log, the last group included, fails Open with ErrCorrupt
-//     ([RecoveryInfo].Clean reports it), as long as the end frame itself
+//     in the last segment, the last group included, fails Open with
+//     ErrCorrupt ([RecoveryInfo].Clean reports it), and damage in a sealed
+//     segment is ErrCorrupt from the Reader or ReadRecord that reaches it
+//     (from Open itself with VerifyOnOpen), as long as the end frame itself
 //     survives: damage that also zeroes it looks like a crash, and the bound
 //     below holds. Sync does not write one (it would cost a second fsync
 //     per Sync): after Sync alone, the bound below holds.

@@ -118,7 +118,7 @@ func TestGroupNoEarlyAckConcurrent(t *testing.T) {
 			mu.Unlock()
 		},
 	}
-	const segSize = 1 << 20 // 64×20 records stay under half of it: one file, no spare
+	const segSize = 1 << 20 // 64×20 records fit it: one file (a spare is prepared past an eighth)
 	l, err := wal.Open(faultDir, wal.Options{FS: h, SegmentSize: segSize})
 	require.NoError(t, err)
 	var j journal

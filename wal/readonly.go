@@ -39,7 +39,11 @@ const readOnlyAttempts = 5
 // again to see them), and Reader.NextContext at the end waits until its
 // context ends or the Log is closed. A live writer's RemoveBefore can
 // remove a segment a reader of this Log has yet to open: the read then
-// fails with an error matching fs.ErrNotExist. A live writer may change
+// fails with an error matching fs.ErrNotExist. A live writer's
+// TruncateAfter below the recovered end is not seen either: a reader of
+// this Log then reads zeros (ErrCorrupt), or the records appended after
+// the cut at the cut records' LSNs, which pass their checksums; open the
+// log again after a cut. A live writer may change
 // the log while OpenReadOnly scans it: a segment whose link frame names a
 // successor created after the directory was listed ends the read-only log
 // at the link; a last segment that fails the recovery rule is read again,
@@ -51,9 +55,9 @@ const readOnlyAttempts = 5
 // TruncateAfter) returns ErrReadOnly. No background goroutine runs. Close
 // releases the files and writes nothing. The Log is safe for concurrent use.
 //
-// Of opts, FS, Logger and Observer are used (the Observer hears of nothing,
-// as nothing is written or synced); the others are checked as Open checks
-// them and otherwise ignored.
+// Of opts, FS, Logger, Observer and VerifyOnOpen are used (the Observer
+// hears of nothing, as nothing is written or synced); the others are
+// checked as Open checks them and otherwise ignored.
 //
 // Errors: ErrInvalidOptions for bad options; an error matching
 // fs.ErrNotExist if dir does not exist or holds no segment (OpenReadOnly
@@ -82,7 +86,7 @@ func OpenReadOnly(dir string, opts Options) (*Log, error) {
 		if lerr != nil || slices.Equal(before, after) {
 			break
 		}
-		l.info = RecoveryInfo{}
+		l.info = RecoveryInfo{BytesRead: l.info.BytesRead} // every scan's reads count
 		l.writeSeg, l.appendSeg, l.segFirsts, l.segSizes, l.next = nil, nil, nil, nil, 0
 	}
 	l.info.Duration = time.Since(start)

@@ -36,7 +36,9 @@ type RecoveryInfo struct {
 	// preparations that Open removed.
 	RemovedTemp int
 	// Clean reports that the log ends with the end frame a clean Close
-	// writes: every byte of it was verified, and the torn tail is empty.
+	// writes: every byte of the last segment was verified (of every
+	// segment, with Options.VerifyOnOpen; a trusted sealed segment's frames
+	// are checked when read), and the torn tail is empty.
 	Clean bool
 	// Unvouched is the number of bytes of recovered frames at the end of
 	// the log that no later frame's watermark vouches for (0 after a clean
@@ -183,7 +185,6 @@ func (l *Log) recover() error {
 		if err != nil {
 			return err
 		}
-		l.info.BytesRead += int64(len(buf))
 		sizes = append(sizes, int64(len(buf)))
 		if err := checkSegment(scanBytes(buf, name, first)); err != nil {
 			return err
@@ -413,7 +414,8 @@ func (l *Log) checkFirst(firsts []LSN) (kept []LSN, recorded bool, err error) {
 	return firsts, true, nil
 }
 
-// readSegment reads the whole file at path into buf (grown as needed).
+// readSegment reads the whole file at path into buf (grown as needed),
+// counting the bytes read in l.info.BytesRead.
 func (l *Log) readSegment(path string, buf []byte) ([]byte, error) {
 	f, err := l.fs.Open(path)
 	if err != nil {
@@ -428,7 +430,9 @@ func (l *Log) readSegment(path string, buf []byte) ([]byte, error) {
 		buf = make([]byte, size)
 	}
 	buf = buf[:size]
-	if n, err := f.ReadAt(buf, 0); int64(n) < size {
+	n, err := f.ReadAt(buf, 0)
+	l.info.BytesRead += int64(max(n, 0))
+	if int64(n) < size {
 		if err == nil {
 			err = io.ErrUnexpectedEOF
 		}

@@ -138,6 +138,7 @@ func (l *Log) checkSegmentHeaders(firsts []LSN) error {
 			hdr = make([]byte, min(size, segmentHeaderSize))
 			var n int
 			n, err = f.ReadAt(hdr, 0)
+			l.info.BytesRead += int64(max(n, 0))
 			if n == len(hdr) {
 				err = nil // io.EOF at the end of a short file
 			} else if err == nil {

@@ -766,8 +766,9 @@ func (l *Log) Close() error {
 // append after Open overwrites it (a torn overwrite is a torn tail). Close
 // calls it after its final sync, with the flusher stopped: every byte before
 // l.next is durable, so the end frame's watermark (its own LSN) is true, and
-// at the next Open damage anywhere in the log is reported as ErrCorrupt
-// rather than taken for a torn tail. A segment of format version 1 (opened
+// damage anywhere in the log is reported as ErrCorrupt rather than taken for
+// a torn tail: by the next Open in the last segment (in every segment with
+// VerifyOnOpen), by the Reader or ReadRecord that reaches it in a sealed one. A segment of format version 1 (opened
 // from an older log) gets none, so older builds can still read it: the next
 // Open verifies its tail by the watermark rule alone.
 func (l *Log) writeEnd() error {

@@ -1,7 +1,10 @@
 package wal_test
 
 import (
+	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/durawal/durawal/policy"
@@ -130,4 +133,92 @@ func TestWritebackAfter(t *testing.T) {
 			require.Empty(t, run(t, c.wb, c.m).calls)
 		})
 	}
+}
+
+// wbFailFS fails the Writeback requests fail chooses, on files it wraps
+// from fsys.
+type wbFailFS struct {
+	vfs.FS
+	fail func(wait bool) error
+}
+
+type wbFailFile struct {
+	vfs.File
+	fail func(wait bool) error
+}
+
+func (f *wbFailFS) Create(name string, m vfs.SyncMethod) (vfs.File, error) {
+	file, err := f.FS.Create(name, m)
+	if err != nil {
+		return file, err
+	}
+	return &wbFailFile{File: file, fail: f.fail}, nil
+}
+
+func (f *wbFailFS) OpenReadWrite(name string, m vfs.SyncMethod) (vfs.File, error) {
+	file, err := f.FS.OpenReadWrite(name, m)
+	if err != nil {
+		return file, err
+	}
+	return &wbFailFile{File: file, fail: f.fail}, nil
+}
+
+func (w *wbFailFile) Writeback(off, n int64, wait bool) error { return w.fail(wait) }
+
+// TestWritebackErrorPoisons: a failed request to start writeback of
+// written frames is one of the segment's write errors: the log is poisoned
+// and the commit gets ErrDurabilityUnknown, never an acknowledgement or a
+// synced LSN past what was synced before. A failed wait while a segment is
+// prepared fails that preparation only (its file is discarded): the append
+// that needed it gets the error, the log is not poisoned, and no temporary
+// file is left.
+func TestWritebackErrorPoisons(t *testing.T) {
+	var failWrite, failWait atomic.Bool
+	fsys := &wbFailFS{FS: vfs.NewMem(), fail: func(wait bool) error {
+		if (wait && failWait.Load()) || (!wait && failWrite.Load()) {
+			return syscall.EIO
+		}
+		return nil
+	}}
+	const segSize = 1 << 20
+	l := openLog(t, fsys, wal.Options{SegmentSize: segSize, WritebackAfter: 64 << 10, Policy: policy.SyncNever()})
+	failWait.Store(true)
+	var err error
+	for i := 0; err == nil && l.AppendedLSN() < 2*segSize; i++ {
+		_, err = l.Append(record(0, i, 1000))
+	}
+	require.ErrorContains(t, err, "preparing a segment")
+	require.ErrorIs(t, err, syscall.EIO)
+	require.NotErrorIs(t, err, wal.ErrPoisoned)
+	names, lerr := fsys.List(logDir)
+	require.NoError(t, lerr)
+	for _, n := range names {
+		require.False(t, strings.HasSuffix(n, ".tmp"), "the failed preparation's file %s is left", n)
+	}
+	require.NoError(t, l.Sync(), "the log itself is sound")
+	require.NoError(t, l.Close())
+
+	failWait.Store(false)
+	// A segment recovered at Open: its frames are handed over from the
+	// recovered end on.
+	fsys.FS = vfs.NewMem()
+	l = openLog(t, fsys, wal.Options{SegmentSize: segSize})
+	_, err = l.Append(record(1, 0, 1000))
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	l = openLog(t, fsys, wal.Options{SegmentSize: segSize, WritebackAfter: 4 << 10})
+	failWrite.Store(true)
+	synced := l.SyncedLSN()
+	for i := 1; err == nil; i++ {
+		_, err = l.Append(record(1, i, 1000))
+		if err == nil {
+			synced = l.SyncedLSN()
+		}
+		require.Less(t, i, 100, "no Writeback failed: %v", err)
+	}
+	require.ErrorIs(t, err, wal.ErrDurabilityUnknown)
+	require.ErrorIs(t, err, wal.ErrPoisoned)
+	require.ErrorIs(t, err, syscall.EIO)
+	require.Equal(t, synced, l.SyncedLSN(), "the failed group was not acknowledged as synced")
+	require.ErrorIs(t, l.Close(), wal.ErrPoisoned)
 }

@@ -54,6 +54,7 @@ type dump struct {
 	Foreign     []string             `json:"foreign"`
 	Verdict     verdict              `json:"verdict"`
 	Records     []record             `json:"records,omitempty"`
+	RecordsErr  string               `json:"records_error,omitempty"` // why reading the records stopped early
 }
 
 type lsnRecord struct {
@@ -73,6 +74,7 @@ type segment struct {
 	MaxWatermark  wal.LSN `json:"max_watermark"`
 	TrailingBytes int64   `json:"trailing_bytes"`
 	Status        string  `json:"status"`
+	Error         string  `json:"error,omitempty"` // why the file could not be inspected
 	Frames        []frame `json:"frames,omitempty"`
 }
 
@@ -185,13 +187,13 @@ func collect(dir string, withFrames bool, n int) (*dump, error) {
 			}
 			return nil
 		})
-		if err != nil {
-			return nil, err
-		}
+		// A file that cannot be inspected (larger than any segment, removed
+		// by a live writer since the listing) is reported with the others:
+		// the verdict below still says what Open would make of the log.
 		d.Segments = append(d.Segments, segment{Name: name, FirstLSN: first, Size: si.Size, Version: si.Version,
 			HeaderError: errString(si.HeaderErr), Records: si.Records, ChainEnd: si.ChainEnd,
 			Closing: closing(si.Closing), MaxWatermark: si.MaxWatermark, TrailingBytes: si.TrailingBytes,
-			Status: status(di, i), Frames: fs})
+			Status: status(di, i), Error: errString(err), Frames: fs})
 	}
 
 	// Every frame of every segment: a dump is where damage in a sealed
@@ -217,8 +219,9 @@ func collect(dir string, withFrames bool, n int) (*dump, error) {
 			if err == io.EOF {
 				break
 			}
-			if err != nil {
-				return nil, err
+			if err != nil { // a live writer removed or cut what the reader reached
+				d.RecordsErr = err.Error()
+				break
 			}
 			p := rec[:min(len(rec), 48)]
 			d.Records = append(d.Records, record{LSN: lsn, Length: len(rec), Payload: strconv.QuoteToASCII(string(p))})
@@ -263,6 +266,9 @@ func printText(w io.Writer, d *dump) {
 	for _, s := range d.Segments {
 		fmt.Fprintf(w, "  %s  first %d  size %d  version %d  records %d  frames end at %d  closes with %s  max watermark %d  %s\n",
 			s.Name, s.FirstLSN, s.Size, s.Version, s.Records, s.ChainEnd, s.Closing, s.MaxWatermark, s.Status)
+		if s.Error != "" {
+			fmt.Fprintf(w, "    not inspected: %s\n", s.Error)
+		}
 		if s.HeaderError != "" {
 			fmt.Fprintf(w, "    bad header: %s\n", s.HeaderError)
 		}
@@ -295,6 +301,9 @@ func printText(w io.Writer, d *dump) {
 	}
 	for _, r := range d.Records {
 		fmt.Fprintf(w, "record lsn %d  length %d  %s\n", r.LSN, r.Length, r.Payload)
+	}
+	if d.RecordsErr != "" {
+		fmt.Fprintf(w, "records: reading stopped: %s\n", d.RecordsErr)
 	}
 	v := d.Verdict
 	if !v.Opens {

@@ -176,3 +176,28 @@ func TestDumpBadInput(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, out, "too short to hold a segment header")
 }
+
+// TestDumpUninspectableSegment: a file named like a segment that
+// InspectSegment refuses (here one extended past any segment's size, sparse)
+// made waldump stop with exit status 2, "a usage error or a directory that
+// holds no log", and print no verdict, although Open fails on such a log
+// with ErrCorrupt (exit status 1). The file is now listed with why it could
+// not be inspected, and the verdict is printed.
+func TestDumpUninspectableSegment(t *testing.T) {
+	dir, segs := newLog(t, 40, true)
+	require.Greater(t, len(segs), 2)
+	require.NoError(t, os.Truncate(segs[1], wal.MaxSegmentSize+8)) // sparse: no disk space used
+	code, out, errOut := dumpDir(dir)
+	require.Equal(t, 1, code, "stderr: %s", errOut)
+	require.Contains(t, out, "not inspected: ")
+	require.Contains(t, out, "larger than any segment")
+	require.Contains(t, out, "verdict: Open would fail: the log is damaged: wal: corrupt segment "+filepath.Base(segs[1]))
+
+	code, out, _ = dumpDir("-json", "-records", "5", dir)
+	require.Equal(t, 1, code)
+	var d dump
+	require.NoError(t, json.Unmarshal([]byte(out), &d))
+	require.Len(t, d.Segments, len(segs))
+	require.Contains(t, d.Segments[1].Error, "larger than any segment")
+	require.True(t, d.Verdict.Corrupt)
+}

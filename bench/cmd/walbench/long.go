@@ -548,7 +548,7 @@ func longTables(lr *longResult, rounds int) []table {
 			fmtBytes(lr.Volume), lr.RecordSize, fmtBytes(lr.Segment)),
 		notes: []string{
 			fmt.Sprintf("Each log cell appends %s (%s records) to a fresh log, so it fills, rolls and prepares about %d segments; "+
-				"the next segment is zero-filled and synced in the background once the current one is half full. "+
+				"the next segment is zero-filled and synced in the background once the current one is an eighth full. "+
 				"innodb=1 × 16: SyncEveryCommit, %d committers sharing group commits; innodb=2: write at commit, fdatasync once a second; "+
 				"innodb=0: buffered, written and synced once a second; one committer each.",
 				fmtBytes(lr.Volume), fmtInt(lr.Volume/int64(lr.RecordSize)), max(lr.Volume/lr.Segment, 1), longCommitters),
