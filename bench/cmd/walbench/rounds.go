@@ -129,6 +129,7 @@ var figures = []metric{
 	{"p9999_us", longFigure(func(_ result, l *longFigures) float64 { return us(l.P9999) })},
 	{"over_10ms", longFigure(func(_ result, l *longFigures) float64 { return float64(l.Over10ms) })},
 	{"over_100ms", longFigure(func(_ result, l *longFigures) float64 { return float64(l.Over100ms) })},
+	{"segments_recycled", longFigure(func(_ result, l *longFigures) float64 { return float64(l.Recycled) })},
 	{"prepare_ms_per_segment", longFigure(func(_ result, l *longFigures) float64 {
 		if l.Prepared == 0 {
 			return math.NaN()
