@@ -129,6 +129,12 @@ func (l *Log) writeAt(p []byte, lsn LSN) error {
 	}
 	l.notifyTail()
 	l.lastWrite.Store(int64(done.Sub(l.opened)))
+	if l.syncKick != nil && end-l.synced.Load() >= uint64(l.opts.IncrementalSync) {
+		select {
+		case l.syncKick <- struct{}{}:
+		default:
+		}
+	}
 	return nil
 }
 
@@ -310,6 +316,16 @@ func (l *Log) runFlusher() {
 		select {
 		case <-l.stop:
 			return
+		case <-l.syncKick: // nil (never ready) unless IncrementalSync is set
+			if l.poisonErr.Load() != nil {
+				return
+			}
+			if l.written.Load()-l.synced.Load() >= uint64(l.opts.IncrementalSync) && l.syncInProgress.CompareAndSwap(false, true) {
+				if l.runBackgroundSync() != nil {
+					return
+				}
+			}
+			continue
 		case <-timer.C:
 		}
 		if !l.flusherRound(ctx) {

@@ -90,6 +90,8 @@ type Log struct {
 	tmpSeq                    atomic.Int64
 	stats                     counters
 
+	syncKick chan struct{} // wakes the flusher for an incremental sync (Options.IncrementalSync); nil if off
+
 	poolMu sync.Mutex
 	pool   []string // paths of segment files kept for reuse (RecycleSegments), oldest first
 
@@ -171,6 +173,9 @@ func Open(dir string, opts Options) (*Log, error) {
 	l.synced.Store(uint64(l.next))
 	q.Advance(uint64(l.next), uint64(l.next))
 	if l.pol.Tick() > 0 {
+		if l.opts.IncrementalSync > 0 {
+			l.syncKick = make(chan struct{}, 1)
+		}
 		l.wg.Add(1)
 		go l.runFlusher()
 	}

@@ -28,6 +28,10 @@ const longCommitters = 16
 // longWorst is how many of each cell's slowest commits are explained.
 const longWorst = 5
 
+// longIncremental is the Options.IncrementalSync of the innodb=2 cell that
+// also syncs every so many bytes (Redis's incremental fsync is every 4 MB).
+const longIncremental = 4 << 20
+
 // Default and -quick volumes (payload bytes per cell) and the default
 // record size of the long cells (1 KiB unless -size is given).
 const (
@@ -53,6 +57,7 @@ type longResult struct {
 	// Sync1 took in that round.
 	RawSync   *cell `json:"raw_write_datasync"`
 	Level2    *cell `json:"innodb2"`
+	Level2Inc *cell `json:"innodb2_incremental_sync"` // with Options.IncrementalSync
 	RawAppend *cell `json:"raw_pwrite_append"`
 	Level0    *cell `json:"innodb0"`
 }
@@ -291,7 +296,7 @@ func planLong(e *env, p *plan) *longResult {
 	res.Sync1 = p.addFunc("innodb=1 × 16", fmt.Sprintf("long: innodb=1, %d committers, %s, then raw write+%s as long", longCommitters, vol, datasyncName),
 		func() (result, error) {
 			pol, _ := policy.InnoDB(1)
-			r, err := inRound(res.Sync1)(le.measureLog("innodb=1 × 16", pol, longCommitters))
+			r, err := inRound(res.Sync1)(le.measureLog("innodb=1 × 16", pol, longCommitters, 0))
 			if err != nil {
 				return r, err
 			}
@@ -305,12 +310,16 @@ func planLong(e *env, p *plan) *longResult {
 		})
 	res.Level2 = p.addFunc("innodb=2", fmt.Sprintf("long: innodb=2, 1 committer, %s", vol), func() (result, error) {
 		pol, _ := policy.InnoDB(2)
-		return inRound(res.Level2)(le.measureLog("innodb=2", pol, 1))
+		return inRound(res.Level2)(le.measureLog("innodb=2", pol, 1, 0))
+	})
+	res.Level2Inc = p.addFunc("innodb=2 + incremental sync", fmt.Sprintf("long: innodb=2, IncrementalSync %s, 1 committer, %s", fmtBytes(longIncremental), vol), func() (result, error) {
+		pol, _ := policy.InnoDB(2)
+		return inRound(res.Level2Inc)(le.measureLog("innodb=2 + incremental sync", pol, 1, longIncremental))
 	})
 	res.RawAppend = p.addFunc("raw pwrite append", fmt.Sprintf("long: raw pwrite append, %s", vol), le.rawAppendLoop)
 	res.Level0 = p.addFunc("innodb=0", fmt.Sprintf("long: innodb=0, 1 committer, %s", vol), func() (result, error) {
 		pol, _ := policy.InnoDB(0)
-		return inRound(res.Level0)(le.measureLog("innodb=0", pol, 1))
+		return inRound(res.Level0)(le.measureLog("innodb=0", pol, 1, 0))
 	})
 	return res
 }
@@ -331,7 +340,7 @@ func inRound(c *cell) func(result, error) (result, error) {
 // measureLog opens a log, appends the volume from n committers, closes
 // it, and measures latency, throughput, the slowest commits and the
 // device bytes written from after Open to after Close.
-func (le *longEnv) measureLog(name string, pol policy.Policy, n int) (res result, err error) {
+func (le *longEnv) measureLog(name string, pol policy.Policy, n int, incremental int64) (res result, err error) {
 	if err := le.ctx.Err(); err != nil {
 		return res, err
 	}
@@ -344,6 +353,8 @@ func (le *longEnv) measureLog(name string, pol policy.Policy, n int) (res result
 		SegmentSize: le.cfg.segment,
 		FS:          vfs.Inject(vfs.OS(), counter),
 		Observer:    events.observer(),
+		// IncrementalSync: the flusher also syncs every so many bytes.
+		IncrementalSync: incremental,
 	})
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", name, err)
@@ -558,12 +569,13 @@ func verdict(ok, known bool) string {
 // longTables renders the long experiment: the figures, the targets, and
 // the slowest commits.
 func longTables(lr *longResult, rounds int) []table {
-	cells := []*cell{lr.Sync1, lr.RawSync, lr.Level2, lr.Level0, lr.RawAppend}
+	cells := []*cell{lr.Sync1, lr.RawSync, lr.Level2, lr.Level2Inc, lr.Level0, lr.RawAppend}
 	if slices.ContainsFunc(cells, func(c *cell) bool { return len(c.Rounds) == 0 }) {
 		return nil // interrupted
 	}
-	labels := []string{"innodb=1 × 16", "raw write+" + datasyncName + " × 1", "innodb=2 × 1", "innodb=0 × 1", "raw pwrite append × 1"}
-	rows := spreadCells(cells, []string{"a", "b", "c", "d", "e"}, []col{
+	labels := []string{"innodb=1 × 16", "raw write+" + datasyncName + " × 1", "innodb=2 × 1",
+		fmt.Sprintf("innodb=2 × 1, IncrementalSync %s", fmtBytes(longIncremental)), "innodb=0 × 1", "raw pwrite append × 1"}
+	rows := spreadCells(cells, []string{"a", "b", "c", "d", "e", "f"}, []col{
 		{metric: "commits", format: fmtCount, noFlag: true},
 		{metric: "commits_per_sec", format: fmtRate},
 		{metric: "payload_mib_per_sec", format: fmtFloat1},
@@ -659,18 +671,20 @@ func targetsTable(lr *longResult, rounds int) table {
 		fmt.Sprintf("%s ms vs %s ms: %s×", msOf(lr.Sync1.get("p9999_us").Median), msOf(lr.RawSync.get("p999_us").Median),
 			fmtSpread(tail, fmtRatio, false)),
 		verdict(tail.Median <= targetTailRatio, tail.Median > 0))
-	for _, c := range []*cell{lr.Level2, lr.Level0} {
+	for _, c := range []*cell{lr.Level2, lr.Level2Inc, lr.Level0} {
 		m := c.get("max_us")
 		add(fmt.Sprintf("%s: max ≤ %s ms", c.Name, fmtMS(targetBufferedMax)),
 			fmtSpread(m, msOf, false)+" ms", verdict(m.Median <= us(targetBufferedMax), true))
 	}
-	for _, c := range []*cell{lr.Sync1, lr.Level2, lr.Level0} {
+	for _, c := range []*cell{lr.Sync1, lr.Level2, lr.Level2Inc, lr.Level0} {
 		wa := c.get("write_amplification")
 		add(fmt.Sprintf("%s: write amplification ≤ %.2f×", c.Name, targetWA), waCell(c), verdict(wa.Median <= targetWA, wa.Median > 0))
 	}
-	thr := ratioSpread(lr.Level2, lr.RawAppend, "commits_per_sec")
-	add(fmt.Sprintf("innodb=2: ≥ %.2f× the raw pwrite throughput", targetThroughput),
-		fmtSpread(thr, fmtRatio, false)+"×", verdict(thr.Median >= targetThroughput, thr.Median > 0))
+	for _, c := range []*cell{lr.Level2, lr.Level2Inc} {
+		thr := ratioSpread(c, lr.RawAppend, "commits_per_sec")
+		add(fmt.Sprintf("%s: ≥ %.2f× the raw pwrite throughput", c.Name, targetThroughput),
+			fmtSpread(thr, fmtRatio, false)+"×", verdict(thr.Median >= targetThroughput, thr.Median > 0))
+	}
 	return t
 }
 
@@ -690,7 +704,7 @@ func worstTable(lr *longResult) table {
 			"millisecond of the listed one, the rest of its group."},
 		header: []string{"cell", "round", "at s", "latency ms", "alike", "waited on", "during the wait"},
 	}
-	for _, c := range []*cell{lr.Sync1, lr.Level2, lr.Level0} {
+	for _, c := range []*cell{lr.Sync1, lr.Level2, lr.Level2Inc, lr.Level0} {
 		var all []slowExplained
 		for _, r := range c.Rounds {
 			if r.Long != nil {

@@ -49,7 +49,7 @@ func TestLongQuick(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &rep))
 	require.NotNil(t, rep.Long)
 	assert.Equal(t, 1024, rep.Long.RecordSize, "1 KiB records unless -size is given")
-	for _, c := range []*cell{rep.Long.Sync1, rep.Long.Level2, rep.Long.Level0, rep.Long.RawAppend} {
+	for _, c := range []*cell{rep.Long.Sync1, rep.Long.Level2, rep.Long.Level2Inc, rep.Long.Level0, rep.Long.RawAppend} {
 		require.Len(t, c.Rounds, 1, c.Name)
 		r := c.Rounds[0]
 		assert.Equal(t, uint64(6<<10), r.Commits, "%s: the volume in 1 KiB records", c.Name)
