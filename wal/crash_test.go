@@ -345,42 +345,58 @@ func workload(t *testing.T, fsys vfs.FS, opts wal.Options, h *history) (done boo
 		}
 	}()
 	for i := range 60 {
-		rec := record(1, i, 1+(i*97)%600)
-		lsn, err := l.Append(rec)
-		if err != nil {
-			if errors.Is(err, wal.ErrDurabilityUnknown) {
-				h.add(lsn, rec) // it may or may not be in the log
-			}
-			checkFailedLog(t, l, err)
+		if !appendStep(t, l, opts, h, record(1, i, 1+(i*97)%600), i%5 == 4) {
 			return false
 		}
-		h.add(lsn, rec)
-		if opts.Policy.Kind() == policy.KindSyncEveryCommit {
-			h.ack()
-		}
-		if i%5 == 4 {
-			if err := l.Sync(); err != nil {
-				checkFailedLog(t, l, err)
-				return false
-			}
-			h.ack()
-		}
-		if i == 45 {
-			h.mu.Lock()
-			h.removeAsked = h.lsns[35]
-			h.mu.Unlock()
-			kept, err := l.RemoveBefore(h.lsns[35])
-			if err != nil {
-				return false
-			}
-			h.mu.Lock()
-			h.kept, h.removeDone = kept, true
-			h.mu.Unlock()
+		if i == 45 && !removeStep(l, h, h.lsns[35]) {
+			return false
 		}
 	}
 	if err := l.Close(); err != nil {
 		return false
 	}
+	return true
+}
+
+// appendStep appends rec to l and records it in h, acknowledged if the
+// policy syncs every commit; with sync it then syncs and acknowledges
+// everything. It returns false once the log failed (checked).
+func appendStep(t *testing.T, l *wal.Log, opts wal.Options, h *history, rec []byte, sync bool) bool {
+	lsn, err := l.Append(rec)
+	if err != nil {
+		if errors.Is(err, wal.ErrDurabilityUnknown) {
+			h.add(lsn, rec) // it may or may not be in the log
+		}
+		checkFailedLog(t, l, err)
+		return false
+	}
+	h.add(lsn, rec)
+	if opts.Policy.Kind() == policy.KindSyncEveryCommit {
+		h.ack()
+	}
+	if sync {
+		if err := l.Sync(); err != nil {
+			checkFailedLog(t, l, err)
+			return false
+		}
+		h.ack()
+	}
+	return true
+}
+
+// removeStep asks l to remove what lies before at, recording the request
+// in h first and its result after.
+func removeStep(l *wal.Log, h *history, at wal.LSN) bool {
+	h.mu.Lock()
+	h.removeAsked, h.removeDone = at, false
+	h.mu.Unlock()
+	kept, err := l.RemoveBefore(at)
+	if err != nil {
+		return false
+	}
+	h.mu.Lock()
+	h.kept, h.removeDone = kept, true
+	h.mu.Unlock()
 	return true
 }
 
@@ -409,39 +425,14 @@ func recycleWorkload(t *testing.T, fsys vfs.FS, opts wal.Options, h *history) (d
 	}()
 	rolls := uint64(0)
 	for i := range 150 {
-		rec := record(2, i, 1+(i*197)%600)
-		lsn, err := l.Append(rec)
-		if err != nil {
-			if errors.Is(err, wal.ErrDurabilityUnknown) {
-				h.add(lsn, rec)
-			}
-			checkFailedLog(t, l, err)
+		if !appendStep(t, l, opts, h, record(2, i, 1+(i*197)%600), i%5 == 4) {
 			return false
-		}
-		h.add(lsn, rec)
-		if opts.Policy.Kind() == policy.KindSyncEveryCommit {
-			h.ack()
-		}
-		if i%5 == 4 {
-			if err := l.Sync(); err != nil {
-				checkFailedLog(t, l, err)
-				return false
-			}
-			h.ack()
 		}
 		if r := l.Stats().Rolls; r != rolls && len(h.lsns) > 30 {
 			rolls = r
-			at := h.lsns[len(h.lsns)-30]
-			h.mu.Lock()
-			h.removeAsked, h.removeDone = at, false
-			h.mu.Unlock()
-			kept, err := l.RemoveBefore(at)
-			if err != nil {
+			if !removeStep(l, h, h.lsns[len(h.lsns)-30]) {
 				return false
 			}
-			h.mu.Lock()
-			h.kept, h.removeDone = kept, true
-			h.mu.Unlock()
 		}
 	}
 	st := l.Stats()

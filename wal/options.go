@@ -100,10 +100,12 @@ type Options struct {
 	// page cache before it asks the kernel to start writing it to the device
 	// (Linux sync_file_range with SYNC_FILE_RANGE_WRITE, as PostgreSQL's
 	// backend_flush_after and RocksDB's wal_bytes_per_sync do): frames
-	// written to a segment since the last request, and the zeros of a segment
-	// being prepared, which also waits for each step before writing the
-	// next, so that preparation proceeds at the device's pace with at most
-	// two steps queued ahead of the log's own syncs. A later fdatasync (a
+	// written to a segment since the last request, and, under a policy whose
+	// commits sync (SyncEveryCommit, SyncEveryN), the zeros of a segment
+	// being prepared, which then also waits for each step before writing
+	// the next, so that preparation proceeds at the device's pace with at
+	// most two steps queued ahead of the commits' syncs (elsewhere it runs
+	// at full speed: a fast buffered log needs its next segment soon). A later fdatasync (a
 	// commit's, a roll's, an interval's) then finds little left to write,
 	// and does not stall the commits behind it. It never makes anything
 	// durable and changes no policy's promise. It applies to the buffered

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal/vfs"
 )
 
@@ -238,8 +239,12 @@ func (l *Log) prepareSegment() (*segment, error) {
 	// log's own writes and syncs, instead of the whole segment at the final
 	// sync. An error of a wait consumes the file's writeback error (as a
 	// sync's would): the preparation fails, and the file is discarded.
+	// Only where commits sync (SyncEveryCommit, SyncEveryN) is there a sync
+	// to protect; elsewhere the preparation runs at full speed, as a log
+	// writing hundreds of MiB/s needs its next segment soon.
 	step := l.opts.WritebackAfter
-	if step <= 0 || l.method.Direct() || l.method.WriteThrough() {
+	if k := l.pol.Kind(); step <= 0 || l.method.Direct() || l.method.WriteThrough() ||
+		(k != policy.KindSyncEveryCommit && k != policy.KindSyncEveryN) {
 		step = 0
 	}
 	var handed int64 // zeros before this offset were handed to the device

@@ -70,21 +70,28 @@ func (w *wbFile) Writeback(off, n int64, wait bool) error {
 	return nil
 }
 
-// TestWritebackAfter: with WritebackAfter set, every segment's zero-fill
-// and the log's frames are handed to the device in contiguous ranges of at
-// least that many bytes, each only once written, the zero-fill waiting for
-// each step before the one it hands over; with it off, or under O_DSYNC
-// (each write is durable) or O_DIRECT (no page cache), nothing is.
+// TestWritebackAfter: with WritebackAfter set, the log's frames, and where
+// commits sync every segment's zero-fill, are handed to the device in
+// contiguous ranges of at least that many bytes, each only once written, the
+// zero-fill waiting for each step before the one it hands over; with it
+// off, or under O_DSYNC (each write is durable) or O_DIRECT (no page
+// cache), nothing is.
 func TestWritebackAfter(t *testing.T) {
 	const segSize, step = 1 << 20, 64 << 10
-	run := func(t *testing.T, wb int64, m vfs.SyncMethod) *wbFS {
+	run := func(t *testing.T, wb int64, m vfs.SyncMethod, pol policy.Policy) *wbFS {
 		fsys := &wbFS{FS: vfs.NewMem()}
-		l := openLog(t, fsys, wal.Options{SegmentSize: segSize, WritebackAfter: wb, SyncMethod: m, Policy: policy.SyncNever()})
+		l := openLog(t, fsys, wal.Options{SegmentSize: segSize, WritebackAfter: wb, SyncMethod: m, Policy: pol})
 		appendUntilSegments(t, l, fsys, 4, 1)
 		require.NoError(t, l.Close())
 		return fsys
 	}
-	fsys := run(t, step, vfs.Fdatasync)
+	// Where commits do not sync, preparation runs unpaced: only the
+	// frames are handed over, none waited for.
+	for _, c := range run(t, step, vfs.Fdatasync, policy.SyncNever()).calls {
+		require.False(t, c.wait, "a wait under SyncNever: %+v", c)
+		require.NotZero(t, c.off, "zeros handed over under SyncNever: %+v", c)
+	}
+	fsys := run(t, step, vfs.Fdatasync, policy.SyncEveryCommit())
 	type span struct {
 		next  int64
 		waits int
@@ -130,7 +137,7 @@ func TestWritebackAfter(t *testing.T) {
 		m    vfs.SyncMethod
 	}{{"off", -1, vfs.Fdatasync}, {"O_DSYNC", step, vfs.ODsync}, {"O_DIRECT", step, vfs.ODirect}} {
 		t.Run(c.name, func(t *testing.T) {
-			require.Empty(t, run(t, c.wb, c.m).calls)
+			require.Empty(t, run(t, c.wb, c.m, policy.SyncEveryCommit()).calls)
 		})
 	}
 }
