@@ -51,7 +51,7 @@ func planCliff(e *env, p *plan) *cliffResult {
 		pol, _ := policy.InnoDB(s.level)
 		cfg := cliffConfig{Name: s.name}
 		for _, n := range cliffCommitters {
-			cfg.Runs = append(cfg.Runs, p.add(e, fmt.Sprintf("cliff: %s, %d committers × %d commits", s.name, n, each),
+			cfg.Runs = append(cfg.Runs, p.add(e, fmt.Sprintf("cliff: %s, %s × %d commits", s.name, committers(n), each),
 				spec{name: fmt.Sprintf("%s × %d", s.name, n), pol: pol, gc: s.gc, committers: n, each: each}))
 		}
 		res.Configs = append(res.Configs, cfg)
@@ -167,4 +167,12 @@ func compareQueues(title string, adaptive, plain []*cell, rounds int) table {
 			fmt.Sprintf("%d of %d rounds", worse, n)})
 	}
 	return t
+}
+
+// committers says "1 committer" or "n committers".
+func committers(n int) string {
+	if n == 1 {
+		return "1 committer"
+	}
+	return fmt.Sprintf("%d committers", n)
 }

@@ -25,9 +25,9 @@ func planQueue(e *env, p *plan) *queueResult {
 	res := &queueResult{PerCommitter: each}
 	pol := policy.SyncEveryCommit()
 	for _, n := range queueCommitters {
-		res.Adaptive = append(res.Adaptive, p.add(e, fmt.Sprintf("queue: adaptive, %d committers × %d commits", n, each),
+		res.Adaptive = append(res.Adaptive, p.add(e, fmt.Sprintf("queue: adaptive, %s × %d commits", committers(n), each),
 			spec{name: fmt.Sprintf("adaptive × %d", n), pol: pol, committers: n, each: each}))
-		res.Plain = append(res.Plain, p.add(e, fmt.Sprintf("queue: plain, %d committers × %d commits", n, each),
+		res.Plain = append(res.Plain, p.add(e, fmt.Sprintf("queue: plain, %s × %d commits", committers(n), each),
 			spec{name: fmt.Sprintf("plain × %d", n), pol: pol, committers: n, each: each,
 				gc: groupcommit.Options{DisableAdaptiveWait: true}}))
 	}
