@@ -143,6 +143,10 @@ func NewCollector(l *wal.Log, opts Options) *Collector {
 	counter("rolls_total", "Segment rolls.", func(s *wal.Stats) uint64 { return s.Rolls })
 	counter("buffer_full_waits_total", "Appends that waited for the log buffer to be written.", func(s *wal.Stats) uint64 { return s.BufferFullWaits })
 	counter("segment_create_stalls_total", "Appends that waited for a new segment to be prepared.", func(s *wal.Stats) uint64 { return s.SegmentCreateStalls })
+	counter("segments_prepared_total", "Segments prepared for use (zero-filled, or reused), the first one included.", func(s *wal.Stats) uint64 { return s.Prepare.Prepared })
+	counter("segments_recycled_total", "Segments prepared by reusing a file RemoveBefore kept (Options.RecycleSegments).", func(s *wal.Stats) uint64 { return s.Prepare.Recycled })
+	counter("segments_kept_total", "Segment files RemoveBefore kept for reuse instead of removing them.", func(s *wal.Stats) uint64 { return s.Prepare.Kept })
+	counter("segment_prepare_bytes_total", "Bytes written to prepare segments (zeros).", func(s *wal.Stats) uint64 { return s.Prepare.PrepareBytes })
 	counter("postponed_writes_total", "Writes postponed while a background sync ran.", func(s *wal.Stats) uint64 { return s.PostponedWrites })
 	counter("delayed_writes_total", "Postponed writes forced after the maximum postponement.", func(s *wal.Stats) uint64 { return s.DelayedWrites })
 	counter("reader_bytes_total", "Bytes Readers read from segment files.", func(s *wal.Stats) uint64 { return s.ReaderBytes })
@@ -159,7 +163,11 @@ func NewCollector(l *wal.Log, opts Options) *Collector {
 		scalar{desc("fsync_seconds_total", "Total time spent in segment syncs, failed ones included."), prometheus.CounterValue,
 			func(s *wal.Stats, _ *wal.RecoveryInfo) float64 { return seconds(s.FsyncTimeTotal) }},
 		scalar{desc("write_seconds_total", "Total time spent in write calls."), prometheus.CounterValue,
-			func(s *wal.Stats, _ *wal.RecoveryInfo) float64 { return seconds(s.WriteTimeTotal) }})
+			func(s *wal.Stats, _ *wal.RecoveryInfo) float64 { return seconds(s.WriteTimeTotal) }},
+		scalar{desc("segment_prepare_seconds_total", "Total time spent preparing segments."), prometheus.CounterValue,
+			func(s *wal.Stats, _ *wal.RecoveryInfo) float64 { return seconds(s.Prepare.PrepareTime) }},
+		scalar{desc("segment_wait_seconds_total", "Total time appends waited for a segment to be prepared."), prometheus.CounterValue,
+			func(s *wal.Stats, _ *wal.RecoveryInfo) float64 { return seconds(s.Prepare.WaitTime) }})
 	gauge("fsyncs_pending", "Segment syncs running now.", func(s *wal.Stats, _ *wal.RecoveryInfo) float64 { return float64(s.FsyncsPending) })
 	gauge("fsync_max_duration_seconds", "Longest segment sync since Open.", func(s *wal.Stats, _ *wal.RecoveryInfo) float64 { return seconds(s.FsyncMaxDuration) })
 	gauge("poisoned", "1 once a write or sync failed and the log fails closed, else 0.", func(s *wal.Stats, _ *wal.RecoveryInfo) float64 { return bool01(s.Poisoned) })
