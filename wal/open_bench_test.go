@@ -13,8 +13,10 @@ import (
 // a partly filled last one, 1 KiB records, closed cleanly) on a real
 // directory, warm: by default (sealed segments trusted by their link
 // frame) and with VerifyOnOpen (every frame of every segment checked), and
-// Open of a new log (its first segment zero-filled and synced). It reports
-// the bytes of segments read per Open.
+// Open of a log of 4 small records in its 64 MiB segment (the rest of which
+// recovery must find zeros) and of a new log (its first segment
+// zero-filled and synced). It reports the bytes of segments read per Open
+// and the memory Open allocates.
 func BenchmarkOpen(b *testing.B) {
 	parent := b.TempDir()
 	if *benchDir != "" {
@@ -38,6 +40,7 @@ func BenchmarkOpen(b *testing.B) {
 		verify bool
 	}{{"1GiB", false}, {"1GiB-VerifyOnOpen", true}} {
 		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
 			var read int64
 			for b.Loop() {
 				l, err := wal.Open(dir, wal.Options{VerifyOnOpen: c.verify})
@@ -52,6 +55,25 @@ func BenchmarkOpen(b *testing.B) {
 			b.ReportMetric(float64(read), "bytes-read/op")
 		})
 	}
+	b.Run("small", func(b *testing.B) { // 4 records in a 64 MiB segment
+		dir := parent + "/small"
+		l, err := wal.Open(dir, wal.Options{})
+		require.NoError(b, err)
+		appendN(b, l, 0, 4, 32)
+		require.NoError(b, l.Close())
+		var read int64
+		for b.Loop() {
+			l, err := wal.Open(dir, wal.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			read = l.Recovered().BytesRead
+			if err := l.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(read), "bytes-read/op")
+	})
 	b.Run("new", func(b *testing.B) {
 		n := 0
 		for b.Loop() {

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -163,7 +162,6 @@ func (l *Log) recover() error {
 	if err := l.checkSegmentHeaders(firsts); err != nil {
 		return err
 	}
-	var buf []byte
 	var oldestVersion uint32
 	sizes := make([]int64, 0, len(firsts))
 	for i, first := range firsts {
@@ -181,43 +179,63 @@ func (l *Log) recover() error {
 			}
 			continue
 		}
-		buf, err = l.readSegment(path, buf)
+		f, err := l.fs.Open(path)
 		if err != nil {
+			return fmt.Errorf("wal: open: %w", err)
+		}
+		defer f.Close()
+		size, err := f.Size()
+		if err != nil {
+			return fmt.Errorf("wal: open: %s: %w", path, err)
+		}
+		// The last segment is read a window at a time too, never whole:
+		// a segment may be as large as MaxSegmentSize.
+		newScanner := func() *frameScanner {
+			sc := scanFile(f, name, first, size)
+			if cut != noCutLSN {
+				// A cut a read-only Log does not finish: read the
+				// segment as finishTruncate would leave it.
+				sc.zeroFrom = min(size, max(segmentHeaderSize, sc.s.offset(cut)))
+			}
+			return sc
+		}
+		sc := newScanner()
+		sizes = append(sizes, size)
+		if err := checkSegment(sc); err != nil {
+			l.info.BytesRead += sc.read
 			return err
 		}
-		sizes = append(sizes, int64(len(buf)))
-		if err := checkSegment(scanBytes(buf, name, first)); err != nil {
-			return err
-		}
-		l.hideCut(buf, first, cut)
+		version := binary.LittleEndian.Uint32(sc.bytesAt(0)[8:12])
 		if i == 0 {
-			oldestVersion = binary.LittleEndian.Uint32(buf[8:12])
+			oldestVersion = version
 		}
-		end, proven, err := l.recoverTail(buf, name, first)
+		end, proven, err := l.recoverTail(sc, version)
+		l.info.BytesRead += sc.read
 		for try := 1; err != nil && l.readOnly && try < readOnlyAttempts; try++ {
 			// A live writer may have written the segment while it was
 			// read (a frame of a later group seen, an earlier one not
-			// yet): the verdict stands only if the bytes do.
-			again, rerr := l.readSegment(path, nil)
-			if rerr != nil || bytes.Equal(again, buf) {
+			// yet): the verdict stands only if a second read reaches it
+			// too.
+			sc = newScanner()
+			l.info.TornBytes = 0
+			var again error
+			end, proven, again = l.recoverTail(sc, version)
+			l.info.BytesRead += sc.read
+			if again != nil && again.Error() == err.Error() {
 				break
 			}
-			buf = again
-			l.hideCut(buf, first, cut)
-			l.info.TornBytes = 0
-			end, proven, err = l.recoverTail(buf, name, first)
+			err = again
 		}
 		if err != nil {
 			return err
 		}
 		l.info.Unvouched = int64(end - proven)
-		s := &segment{first: first, version: binary.LittleEndian.Uint32(buf[8:12]),
-			size: int64(len(buf)), limit: int64(len(buf)), path: path}
+		s := &segment{first: first, version: version, size: size, limit: size, path: path}
 		l.writeSeg, l.appendSeg, l.next = s, s, end
 		if l.readOnly {
 			continue
 		}
-		if err := l.repairTail(s, buf, end, proven); err != nil {
+		if err := l.repairTail(s, sc, end, proven); err != nil {
 			return err
 		}
 	}
@@ -244,24 +262,12 @@ func (l *Log) recover() error {
 	return nil
 }
 
-// hideCut clears, in buf, the bytes of the last segment (from first) at and
-// after cut, a cut a read-only Log does not finish (noCutLSN: none), so that
-// it reads the segment as finishTruncate would leave it.
-func (l *Log) hideCut(buf []byte, first, cut LSN) {
-	if cut == noCutLSN {
-		return
-	}
-	if off := (&segment{first: first}).offset(cut); off < int64(len(buf)) {
-		clear(buf[off:])
-	}
-}
-
 // repairTail makes the recovered last segment s (its bytes buf, valid
 // frames up to end, vouched for up to proven) ready for appends: it opens
 // its write handle, makes the recovered frames and names durable, rewrites
 // the unvouched frames, quarantines and zeroes the torn tail (and any stale
 // one an earlier Open cut). A read-only Log never calls it.
-func (l *Log) repairTail(s *segment, buf []byte, end, proven LSN) error {
+func (l *Log) repairTail(s *segment, sc *frameScanner, end, proven LSN) error {
 	name := segmentName(s.first)
 	f, err := l.openFile(s.path, l.fs.OpenReadWrite)
 	if err != nil {
@@ -279,7 +285,11 @@ func (l *Log) repairTail(s *segment, buf []byte, end, proven LSN) error {
 		s.limit = alignDown(s.size, l.dio.align)
 		if endOff := s.offset(end); endOff <= s.limit {
 			blk := alignDown(endOff, l.dio.align)
-			l.dio.setTail(blk, buf[blk:endOff])
+			tail := make([]byte, endOff-blk)
+			if err := sc.readAt(tail, blk); err != nil {
+				return err
+			}
+			l.dio.setTail(blk, tail)
 		}
 	}
 	// After a process crash what was recovered may be only in the page
@@ -296,7 +306,7 @@ func (l *Log) repairTail(s *segment, buf []byte, end, proven LSN) error {
 	// them again from what was read, so the sync below makes them
 	// durable before any new frame's watermark vouches for them.
 	if end > proven {
-		if err := l.rewrite(s, buf, proven, end); err != nil {
+		if err := l.rewrite(s, sc, proven, end); err != nil {
 			return fmt.Errorf("wal: open: rewriting the unvouched frames of %s: %w", name, err)
 		}
 	}
@@ -313,8 +323,7 @@ func (l *Log) repairTail(s *segment, buf []byte, end, proven LSN) error {
 	}
 	stale = min(stale, s.size-s.offset(end))
 	if l.info.TornBytes > 0 {
-		off := s.offset(end)
-		if err := l.quarantine(end, buf[off:off+l.info.TornBytes]); err != nil {
+		if err := l.quarantine(end, sc, s.offset(end), l.info.TornBytes); err != nil {
 			return fmt.Errorf("wal: open: quarantining the torn tail of %s: %w", name, err)
 		}
 	}
@@ -412,33 +421,6 @@ func (l *Log) checkFirst(firsts []LSN) (kept []LSN, recorded bool, err error) {
 			Reason: fmt.Sprintf("missing: the log starts at LSN %d (recorded in %s), but the oldest segment present starts at LSN %d", first, firstLSNName, firsts[0])}
 	}
 	return firsts, true, nil
-}
-
-// readSegment reads the whole file at path into buf (grown as needed),
-// counting the bytes read in l.info.BytesRead.
-func (l *Log) readSegment(path string, buf []byte) ([]byte, error) {
-	f, err := l.fs.Open(path)
-	if err != nil {
-		return buf, fmt.Errorf("wal: open: %w", err)
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return buf, fmt.Errorf("wal: open: %s: %w", path, err)
-	}
-	if int64(cap(buf)) < size {
-		buf = make([]byte, size)
-	}
-	buf = buf[:size]
-	n, err := f.ReadAt(buf, 0)
-	l.info.BytesRead += int64(max(n, 0))
-	if int64(n) < size {
-		if err == nil {
-			err = io.ErrUnexpectedEOF
-		}
-		return buf, fmt.Errorf("wal: open: reading %s: read %d of %d bytes: %w", path, n, size, err)
-	}
-	return buf, nil
 }
 
 // checkSealedSegment checks the non-last segment at path, whose successor
@@ -540,7 +522,8 @@ func checkSealed(sc *frameScanner, next LSN) error {
 	return nil
 }
 
-// recoverTail scans the last segment and returns where its valid frames end.
+// recoverTail scans the last segment sc, of format version version, a window
+// at a time, and returns where its valid frames end.
 // At the first frame that does not validate, at LSN x, it looks at every
 // later position for a valid frame whose watermark is above x: such a frame
 // was appended after x had been synced, so x is damaged synced data and Open
@@ -550,21 +533,21 @@ func checkSealed(sc *frameScanner, next LSN) error {
 // proven is the highest LSN up to which the valid frames are vouched for:
 // the largest watermark among them (at least first, since a segment is used
 // only after its predecessor was synced), at most x.
-func (l *Log) recoverTail(buf []byte, name string, first LSN) (x, proven LSN, err error) {
-	s := segment{first: first, size: int64(len(buf))}
+func (l *Log) recoverTail(sc *frameScanner, version uint32) (x, proven LSN, err error) {
+	s, name, first := &sc.s, sc.name, sc.s.first
 	lsn := first
 	proven = first
 	l.info.Clean = false
 	link := false
 	var st frameStatus
 	for {
-		off := s.offset(lsn)
-		var size int64
 		var rec []byte
 		var wm LSN
-		rec, wm, size, st = decodeFrame(buf[off:], lsn, int(maxRecordFor(int64(len(buf)))))
-		if st == frameValid && off+size > int64(len(buf)) {
-			st = frameShort // its padding is cut off (a file truncated to an odd size)
+		var size int64
+		var flags uint32
+		rec, wm, size, flags, st, err = sc.frame(lsn, true)
+		if err != nil {
+			return 0, 0, err
 		}
 		if st != frameValid {
 			break
@@ -572,7 +555,7 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (x, proven LSN, er
 		proven = max(proven, min(wm, lsn))
 		lsn += LSN(size)
 		l.info.Clean = rec == nil // the end frame of a clean Close, if nothing follows
-		link = rec == nil && frameFlags(buf[off:]) == flagLink
+		link = rec == nil && flags == flagLink
 	}
 	if link {
 		// A roll wrote this link after its successor was durable: the
@@ -594,16 +577,23 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (x, proven LSN, er
 	// at their own position's LSN belong to this use of it. Every one of
 	// those carries a watermark of at least first (a segment is used only
 	// once its predecessor is synced), while every stale one is below it.
-	recycled := binary.LittleEndian.Uint32(buf[8:12]) >= recycledVersion
+	recycled := version >= recycledVersion
 	if l.info.Clean {
 		// The log ends with a clean Close's end frame and nothing after
 		// it: every byte before it is verified. The end is the end
 		// frame's LSN; the next append overwrites it.
 		at := lsn - endFrameSize
-		follows := lastNonZeroFrom(buf, s.offset(lsn)) >= 0
+		lo := at + 1 // looking for what follows, not for a verdict
 		if recycled {
-			_, _, end := scanTail(buf, &s, s.offset(lsn), at, first)
-			follows = end > 0
+			lo = first
+		}
+		_, _, end, last, err := scanTail(sc, s.offset(lsn), at, lo)
+		if err != nil {
+			return 0, 0, err
+		}
+		follows := last >= 0 // not zeros
+		if recycled {
+			follows = end > 0 // not stale
 		}
 		if !follows {
 			return at, at, nil
@@ -617,20 +607,23 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (x, proven LSN, er
 	if recycled {
 		lo = first
 	}
-	if at, wm, end := scanTail(buf, &s, xoff, x, lo); wm > x {
+	at, wm, end, last, err := scanTail(sc, xoff, x, lo)
+	if err != nil {
+		return 0, 0, err
+	}
+	if wm > x {
 		return 0, 0, &CorruptionError{Segment: name, Offset: xoff,
 			Reason: fmt.Sprintf("%s at LSN %d, but the frame at LSN %d records the log as synced up to LSN %d", st, x, at, wm)}
-	} else if recycled && end > xoff {
+	}
+	if recycled && end > xoff {
 		// The frames of this use after x (never synced, or a
 		// later frame would vouch for x) must go, or new frames ending
 		// where one starts would bring it back; the stale bytes after
 		// them are left to be overwritten.
 		l.info.TornBytes = end - xoff
 	}
-	if !recycled {
-		if lastNonZero := lastNonZeroFrom(buf, xoff); lastNonZero >= 0 {
-			l.info.TornBytes = lastNonZero + 1 - xoff
-		}
+	if !recycled && last >= 0 {
+		l.info.TornBytes = last + 1 - xoff
 	}
 	if l.info.TornBytes > 0 {
 		l.info.Clean = false
@@ -638,35 +631,71 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (x, proven LSN, er
 	return x, proven, nil
 }
 
-// scanTail looks at every frame position of the last segment s (its bytes
-// buf) from offset xoff on, where the valid frames stop at LSN x, for
-// frames valid at their own position's LSN with a watermark of at least
-// lo. It returns the first of them whose watermark is above x (at, wm: x
-// was synced, and is damaged), or else wm 0 and the offset where the last
-// of them ends (0 if none).
+// scanTail looks at every frame position of the last segment sc from
+// offset xoff on, where the valid frames stop at LSN x, for frames valid at
+// their own position's LSN with a watermark of at least lo. It returns the
+// first of them whose watermark is above x (at, wm: x was synced, and is
+// damaged), or else wm 0 and the offset where the last of them ends (0 if
+// none), and the offset of the last non-zero byte from xoff on (-1 if
+// none). It reads the positions a window at a time, and each candidate
+// frame through sc: every byte once, but for the candidates.
 //
 // Only a frame whose watermark lies in [lo, at] is checksummed (every
 // frame's watermark is at most its own LSN): the rest are skipped on one
 // load, or a torn record of small integers, read as a header at each of
 // its offsets, would be checksummed over its claimed length at every one.
-func scanTail(buf []byte, s *segment, xoff int64, x, lo LSN) (at, wm LSN, end int64) {
-	maxRec := int(maxRecordFor(int64(len(buf))))
-	for off := xoff; off+frameHeaderSize <= int64(len(buf)); off += frameAlign {
-		pos := s.first + LSN(off-segmentHeaderSize)
-		if w := LSN(binary.LittleEndian.Uint64(buf[off+16 : off+24])); w < lo || w > pos {
+func scanTail(sc *frameScanner, xoff int64, x, lo LSN) (at, wm LSN, end, last int64, err error) {
+	size := sc.s.size
+	last = -1
+	var chunk []byte
+	cbase := int64(-1) // file offset of chunk[0]
+	covered := xoff    // every byte before it was looked at for the last non-zero one
+	for off := xoff; off+frameHeaderSize <= size; off += frameAlign {
+		if cbase < 0 || off+frameHeaderSize > cbase+int64(len(chunk)) {
+			if chunk == nil {
+				chunk = make([]byte, min(scanWindow, size-xoff))
+			}
+			chunk, cbase = chunk[:min(int64(cap(chunk)), size-off)], off
+			if err := sc.readAt(chunk, off); err != nil {
+				return 0, 0, 0, -1, err
+			}
+			if k := lastNonZeroFrom(chunk, 0); k >= 0 {
+				last = max(last, cbase+k)
+			}
+			covered = max(covered, cbase+int64(len(chunk)))
+		}
+		pos := sc.s.first + LSN(off-segmentHeaderSize)
+		h := chunk[off-cbase:]
+		if w := LSN(binary.LittleEndian.Uint64(h[16:24])); w < lo || w > pos {
 			continue
 		}
-		_, w, size, st := decodeFrame(buf[off:], pos, maxRec)
-		if st != frameValid || off+size > int64(len(buf)) {
+		_, w, fsize, _, st, err := sc.frame(pos, false)
+		if err != nil {
+			return 0, 0, 0, -1, err
+		}
+		if st != frameValid {
 			continue
 		}
 		if w > x {
-			return pos, w, 0
+			return pos, w, 0, -1, nil
 		}
-		end = off + size
-		off += size - frameAlign
+		if k := lastNonZeroFrom(sc.bytesAt(off)[:fsize], 0); k >= 0 { // the frame may run past the chunk
+			last = max(last, off+k)
+		}
+		covered = max(covered, off+fsize)
+		end = off + fsize
+		off += fsize - frameAlign
 	}
-	return 0, 0, end
+	if covered < size {
+		// Bytes after the last position a frame header fits, or after a
+		// frame that ran past the last chunk: no frame, but written.
+		k, err := sc.lastNonZero(covered)
+		if err != nil {
+			return 0, 0, 0, -1, err
+		}
+		last = max(last, k)
+	}
+	return 0, 0, end, last, nil
 }
 
 // segmentExists reports whether the segment starting at first is in the
@@ -684,15 +713,16 @@ func (l *Log) segmentExists(first LSN) bool {
 // a buffered handle (O_DIRECT would need whole aligned blocks), and syncs
 // them. Under Linux a failed fsync leaves the pages it lost marked clean: a
 // rewrite is the only way to make a later sync write them.
-func (l *Log) rewrite(s *segment, buf []byte, from, end LSN) error {
+func (l *Log) rewrite(s *segment, sc *frameScanner, from, end LSN) error {
 	f, err := l.fs.OpenReadWrite(s.path, vfs.Fdatasync)
 	if err != nil {
 		return err
 	}
 	off, stop := s.offset(from), s.offset(end)
-	p := make([]byte, stop-off) // the FS may scramble what it is given
-	copy(p, buf[off:stop])
-	if _, err := f.WriteAt(p, off); err != nil {
+	if err := sc.copyRange(off, stop-off, func(p []byte, at int64) error {
+		_, err := f.WriteAt(p, at)
+		return err
+	}); err != nil {
 		f.Close()
 		return err
 	}
@@ -742,11 +772,11 @@ func parseQuarantineName(name string) (QuarantineFile, bool) {
 // file of the log directory and makes it durable (file and directory) before
 // Open zeroes the tail: recovery never destroys bytes it has not proven
 // torn.
-func (l *Log) quarantine(from LSN, p []byte) error {
+func (l *Log) quarantine(from LSN, sc *frameScanner, off, size int64) error {
 	var f vfs.File
 	var name string
 	for n := 0; ; n++ {
-		name = quarantineName(from, int64(len(p)), n)
+		name = quarantineName(from, size, n)
 		var err error
 		f, err = l.fs.Create(filepath.Join(l.dir, name), vfs.Fdatasync)
 		if err == nil {
@@ -761,9 +791,10 @@ func (l *Log) quarantine(from LSN, p []byte) error {
 		l.fs.Remove(filepath.Join(l.dir, name))
 		return err
 	}
-	c := make([]byte, len(p))
-	copy(c, p)
-	if _, err := f.WriteAt(c, 0); err != nil {
+	if err := sc.copyRange(off, size, func(p []byte, at int64) error {
+		_, err := f.WriteAt(p, at-off)
+		return err
+	}); err != nil {
 		return fail(err)
 	}
 	if err := l.syncFile(f); err != nil {
@@ -776,8 +807,8 @@ func (l *Log) quarantine(from LSN, p []byte) error {
 		return err
 	}
 	l.info.Quarantined = append(l.info.Quarantined, QuarantineFile{Name: name, FromLSN: from,
-		EndLSN: from + LSN(len(p)), Bytes: int64(len(p))})
-	l.opts.Logger.Warn("wal: quarantined a torn tail", "file", name, "lsn", from, "bytes", len(p))
+		EndLSN: from + LSN(size), Bytes: size})
+	l.opts.Logger.Warn("wal: quarantined a torn tail", "file", name, "lsn", from, "bytes", size)
 	return nil
 }
 

@@ -17,23 +17,87 @@ const scanWindow = 1 << 20
 // buffer of the segment's size. Built over a whole segment already in memory
 // (scanBytes) it reads nothing. Not safe for concurrent use.
 type frameScanner struct {
-	f    vfs.File // nil: win holds the whole segment
-	name string   // the segment's base name, for errors
-	s    segment  // first and size
-	win  []byte   // bytes of the file from woff
-	woff int64
-	read int64 // bytes read from f
+	f        vfs.File // nil: win holds the whole segment
+	name     string   // the segment's base name, for errors
+	s        segment  // first and size
+	win      []byte   // bytes of the file from woff
+	woff     int64
+	read     int64 // bytes read from f
+	zeroFrom int64 // the file's bytes from this offset read as zeros (a cut not finished); size if none
 }
 
 // scanFile returns a scanner of the segment file f (of size bytes, whose
 // first frame is at first), read through a window of scanWindow bytes.
 func scanFile(f vfs.File, name string, first LSN, size int64) *frameScanner {
-	return &frameScanner{f: f, name: name, s: segment{first: first, size: size}}
+	return &frameScanner{f: f, name: name, s: segment{first: first, size: size}, zeroFrom: size}
 }
 
 // scanBytes returns a scanner of the segment b, held whole in memory.
 func scanBytes(b []byte, name string, first LSN) *frameScanner {
-	return &frameScanner{name: name, s: segment{first: first, size: int64(len(b))}, win: b}
+	return &frameScanner{name: name, s: segment{first: first, size: int64(len(b))}, win: b, zeroFrom: int64(len(b))}
+}
+
+// readAt fills p with the segment's bytes at off (zeros from zeroFrom on),
+// through no window: for scans by position and for copying ranges.
+func (sc *frameScanner) readAt(p []byte, off int64) error {
+	if sc.f != nil && off >= sc.woff && off+int64(len(p)) <= sc.woff+int64(len(sc.win)) {
+		copy(p, sc.win[off-sc.woff:]) // already read (and zeroed from zeroFrom on)
+		return nil
+	}
+	if sc.f == nil {
+		if off < 0 || off+int64(len(p)) > int64(len(sc.win)) {
+			return fmt.Errorf("wal: open: reading %s: %d bytes at offset %d past its end (%d)", sc.name, len(p), off, len(sc.win))
+		}
+		copy(p, sc.win[off:])
+	} else {
+		got, err := sc.f.ReadAt(p, off)
+		sc.read += int64(max(got, 0))
+		if got < len(p) {
+			if err == nil || err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("wal: open: reading %s: read %d of %d bytes at offset %d: %w", sc.name, got, len(p), off, err)
+		}
+	}
+	if z := sc.zeroFrom - off; z < int64(len(p)) {
+		clear(p[max(z, 0):])
+	}
+	return nil
+}
+
+// lastNonZero returns the offset of the segment's last non-zero byte at or
+// after from, or -1, reading backwards a window at a time.
+func (sc *frameScanner) lastNonZero(from int64) (int64, error) {
+	buf := make([]byte, min(scanWindow, max(sc.s.size-from, 0)))
+	for hi := sc.s.size; hi > from; {
+		lo := max(from, hi-int64(len(buf)))
+		p := buf[:hi-lo]
+		if err := sc.readAt(p, lo); err != nil {
+			return -1, err
+		}
+		if k := lastNonZeroFrom(p, 0); k >= 0 {
+			return lo + k, nil
+		}
+		hi = lo
+	}
+	return -1, nil
+}
+
+// copyRange calls fn with the segment's bytes [off, off+n), a window at a
+// time, each in a buffer of its own (fn may hand it to a WriteAt that
+// scrambles it), with the offset of its first byte.
+func (sc *frameScanner) copyRange(off, n int64, fn func(p []byte, off int64) error) error {
+	for n > 0 {
+		p := make([]byte, min(n, scanWindow))
+		if err := sc.readAt(p, off); err != nil {
+			return err
+		}
+		if err := fn(p, off); err != nil {
+			return err
+		}
+		off, n = off+int64(len(p)), n-int64(len(p))
+	}
+	return nil
 }
 
 // load makes the window hold the file's bytes [off, off+n), or up to the end
@@ -62,6 +126,9 @@ func (sc *frameScanner) load(off, n int64, ahead bool) error {
 		return fmt.Errorf("wal: open: reading %s: read %d of %d bytes at offset %d: %w", sc.name, got, want, off, err)
 	}
 	sc.woff = off
+	if z := sc.zeroFrom - off; z < int64(len(sc.win)) {
+		clear(sc.win[max(z, 0):])
+	}
 	return nil
 }
 

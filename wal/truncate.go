@@ -343,29 +343,8 @@ func (l *Log) finishTruncate(firsts []LSN) (kept []LSN, cut LSN, err error) {
 		return nil, noCutLSN, fmt.Errorf("wal: open: %w", err)
 	}
 	path := filepath.Join(l.dir, segmentName(firsts[k]))
-	buf, err := l.readSegment(path, nil)
-	if err != nil {
-		return nil, noCutLSN, err
-	}
-	s := &segment{first: firsts[k], size: int64(len(buf)), path: path}
-	if off := s.offset(cut); off < int64(len(buf)) {
-		if last := lastNonZeroFrom(buf, off); last >= 0 {
-			f, err := l.fs.OpenReadWrite(path, vfs.Fdatasync)
-			if err != nil {
-				return nil, noCutLSN, fmt.Errorf("wal: open: %w", err)
-			}
-			z := make([]byte, last+1-off)
-			_, err = f.WriteAt(z, off)
-			if err == nil {
-				err = l.syncFile(f) // a real sync, as for a torn tail
-			}
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return nil, noCutLSN, fmt.Errorf("wal: open: finishing an interrupted TruncateAfter in %s: %w", path, err)
-			}
-		}
+	if err := l.zeroAfterCut(path, firsts[k], cut); err != nil {
+		return nil, noCutLSN, fmt.Errorf("wal: open: finishing an interrupted TruncateAfter in %s: %w", path, err)
 	}
 	if err := l.fs.Remove(filepath.Join(l.dir, truncateName)); err != nil {
 		return nil, noCutLSN, fmt.Errorf("wal: open: %w", err)
@@ -382,3 +361,40 @@ const noCut = math.MaxUint64
 
 // noCutLSN is finishTruncate's cut when no cut is left for recovery to hide.
 const noCutLSN = ^LSN(0)
+
+// zeroAfterCut zeroes, in the segment at path (from first), every byte
+// from the cut to its last non-zero one, a window at a time, and syncs (a
+// real sync, as for a torn tail).
+func (l *Log) zeroAfterCut(path string, first, cut LSN) error {
+	f, err := l.fs.OpenReadWrite(path, vfs.Fdatasync)
+	if err != nil {
+		return err
+	}
+	err = l.zeroAfterCutIn(f, first, cut)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (l *Log) zeroAfterCutIn(f vfs.File, first, cut LSN) error {
+	size, err := f.Size()
+	if err != nil {
+		return err
+	}
+	sc := scanFile(f, segmentName(first), first, size)
+	off := sc.s.offset(cut)
+	last, err := sc.lastNonZero(off)
+	l.info.BytesRead += sc.read
+	if err != nil || last < 0 {
+		return err
+	}
+	for at := off; at <= last; {
+		z := make([]byte, min(scanWindow, last+1-at)) // the FS may scramble what it is given
+		if _, err := f.WriteAt(z, at); err != nil {
+			return err
+		}
+		at += int64(len(z))
+	}
+	return l.syncFile(f)
+}

@@ -188,7 +188,8 @@ func TestWritebackErrorPoisons(t *testing.T) {
 		return nil
 	}}
 	const segSize = 1 << 20
-	l := openLog(t, fsys, wal.Options{SegmentSize: segSize, WritebackAfter: 64 << 10, Policy: policy.SyncNever()})
+	// Preparation paces (and waits) only where commits sync.
+	l := openLog(t, fsys, wal.Options{SegmentSize: segSize, WritebackAfter: 64 << 10, Policy: policy.SyncEveryN(1000)})
 	failWait.Store(true)
 	var err error
 	for i := 0; err == nil && l.AppendedLSN() < 2*segSize; i++ {
