@@ -556,6 +556,7 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (x, proven LSN, er
 	proven = first
 	l.info.Clean = false
 	link := false
+	lowest, seen := LSN(0), false // the first valid frame's watermark: no later frame's is lower
 	var st frameStatus
 	for {
 		off := s.offset(lsn)
@@ -570,6 +571,9 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (x, proven LSN, er
 			break
 		}
 		proven = max(proven, min(wm, lsn))
+		if !seen {
+			lowest, seen = wm, true
+		}
 		lsn += LSN(size)
 		l.info.Clean = rec == nil // the end frame of a clean Close, if nothing follows
 		link = rec == nil && frameFlags(buf[off:]) == flagLink
@@ -591,9 +595,14 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (x, proven LSN, er
 	}
 	// In a recycled segment (version 3) the bytes after the frames are
 	// what an earlier use of the file left, not zeros: only frames valid
-	// at their own position's LSN belong to this use of it. Every one of
-	// those carries a watermark of at least first (a segment is used only
-	// once its predecessor is synced), while every stale one is below it.
+	// at their own position's LSN belong to this use of it. A frame's
+	// watermark is the synced LSN when it was appended, so the frames of
+	// this use carry watermarks of at least the first one's, while every
+	// stale one is below it (the file was kept only once its segment's
+	// successor was synced). Not of at least first: the frames appended
+	// before the roll's sync of the predecessor carry lower ones. Without
+	// a valid first frame there is no such bound, and only the checksums
+	// at each position tell this use's frames from stale ones.
 	recycled := binary.LittleEndian.Uint32(buf[8:12]) >= recycledVersion
 	if l.info.Clean {
 		// The log ends with a clean Close's end frame and nothing after
@@ -602,7 +611,7 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (x, proven LSN, er
 		at := lsn - endFrameSize
 		follows := lastNonZeroFrom(buf, s.offset(lsn)) >= 0
 		if recycled {
-			_, _, end := scanTail(buf, &s, s.offset(lsn), at, first)
+			_, _, end := scanTail(buf, &s, s.offset(lsn), at, lowest)
 			follows = end > 0
 		}
 		if !follows {
@@ -615,7 +624,7 @@ func (l *Log) recoverTail(buf []byte, name string, first LSN) (x, proven LSN, er
 	x, xoff := lsn, s.offset(lsn)
 	lo := x + 1 // the lowest watermark of a frame scanTail must look at
 	if recycled {
-		lo = first
+		lo = lowest
 	}
 	if at, wm, end := scanTail(buf, &s, xoff, x, lo); wm > x {
 		return 0, 0, &CorruptionError{Segment: name, Offset: xoff,
