@@ -176,7 +176,8 @@ func (w *wbFailFile) Writeback(off, n int64, wait bool) error { return w.fail(wa
 // written frames is one of the segment's write errors: the log is poisoned
 // and the commit gets ErrDurabilityUnknown, never an acknowledgement or a
 // synced LSN past what was synced before. A failed wait while a segment is
-// prepared fails that preparation only (its file is discarded): the append
+// prepared (paced only where commits sync: SyncEveryCommit here)
+// fails that preparation only (its file is discarded): the append
 // that needed it gets the error, the log is not poisoned, and no temporary
 // file is left.
 func TestWritebackErrorPoisons(t *testing.T) {
@@ -188,7 +189,7 @@ func TestWritebackErrorPoisons(t *testing.T) {
 		return nil
 	}}
 	const segSize = 1 << 20
-	l := openLog(t, fsys, wal.Options{SegmentSize: segSize, WritebackAfter: 64 << 10, Policy: policy.SyncNever()})
+	l := openLog(t, fsys, wal.Options{SegmentSize: segSize, WritebackAfter: 64 << 10, Policy: policy.SyncEveryCommit()})
 	failWait.Store(true)
 	var err error
 	for i := 0; err == nil && l.AppendedLSN() < 2*segSize; i++ {
