@@ -123,9 +123,11 @@
 // removing it: the next preparation renames it, and it gets a new header,
 // without being zero-filled again. After its frames it holds what its
 // earlier use left: frames of LSNs below the log's start, which no checksum
-// seeded with a current LSN accepts, and which carry watermarks below the
-// segment's first LSN, while every frame of its current use carries one at
-// or above it. Recovery therefore takes those bytes for stale, not torn:
+// seeded with a current LSN accepts, and which carry watermarks below
+// those of every frame of its current use (the file was kept only once the
+// LSNs after them were synced). Its first frames may still carry watermarks
+// below its first LSN: they were appended before the roll synced the
+// segment before it. Recovery therefore takes those bytes for stale, not torn:
 // it cuts (quarantines and zeroes) only the frames of the current use found
 // after the end of the valid ones, and a clean Close still reopens clean.
 //

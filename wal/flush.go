@@ -321,7 +321,7 @@ func (l *Log) runFlusher() {
 				return
 			}
 			if l.written.Load()-l.synced.Load() >= uint64(l.opts.IncrementalSync) && l.syncInProgress.CompareAndSwap(false, true) {
-				if l.runBackgroundSync() != nil {
+				if !l.startBackgroundSync(ctx) {
 					return
 				}
 			}
@@ -362,6 +362,13 @@ func (l *Log) flusherRound(ctx context.Context) bool {
 	if !a.Sync || !l.syncInProgress.CompareAndSwap(false, true) {
 		return true
 	}
+	return l.startBackgroundSync(ctx)
+}
+
+// startBackgroundSync runs a background sync, for a tick or for
+// IncrementalSync; the caller has set syncInProgress. It returns false if
+// the flusher must stop.
+func (l *Log) startBackgroundSync(ctx context.Context) bool {
 	postponing := l.pol.Kind() == policy.KindSyncIntervalPostponed
 	if l.pol.WriteDelay() == 0 && !postponing {
 		return l.runBackgroundSync() == nil

@@ -539,6 +539,7 @@ func (l *Log) recoverTail(sc *frameScanner, version uint32) (x, proven LSN, err 
 	proven = first
 	l.info.Clean = false
 	link := false
+	lowest, seen := LSN(0), false // the first valid frame's watermark: no later frame's is lower
 	var st frameStatus
 	for {
 		var rec []byte
@@ -553,6 +554,9 @@ func (l *Log) recoverTail(sc *frameScanner, version uint32) (x, proven LSN, err 
 			break
 		}
 		proven = max(proven, min(wm, lsn))
+		if !seen {
+			lowest, seen = wm, true
+		}
 		lsn += LSN(size)
 		l.info.Clean = rec == nil // the end frame of a clean Close, if nothing follows
 		link = rec == nil && flags == flagLink
@@ -574,9 +578,14 @@ func (l *Log) recoverTail(sc *frameScanner, version uint32) (x, proven LSN, err 
 	}
 	// In a recycled segment (version 3) the bytes after the frames are
 	// what an earlier use of the file left, not zeros: only frames valid
-	// at their own position's LSN belong to this use of it. Every one of
-	// those carries a watermark of at least first (a segment is used only
-	// once its predecessor is synced), while every stale one is below it.
+	// at their own position's LSN belong to this use of it. A frame's
+	// watermark is the synced LSN when it was appended, so the frames of
+	// this use carry watermarks of at least the first one's, while every
+	// stale one is below it (the file was kept only once its segment's
+	// successor was synced). Not of at least first: the frames appended
+	// before the roll's sync of the predecessor carry lower ones. Without
+	// a valid first frame there is no such bound, and only the checksums
+	// at each position tell this use's frames from stale ones.
 	recycled := version >= recycledVersion
 	if l.info.Clean {
 		// The log ends with a clean Close's end frame and nothing after
@@ -585,9 +594,9 @@ func (l *Log) recoverTail(sc *frameScanner, version uint32) (x, proven LSN, err 
 		at := lsn - endFrameSize
 		lo := at + 1 // looking for what follows, not for a verdict
 		if recycled {
-			lo = first
+			lo = lowest
 		}
-		_, _, end, last, err := scanTail(sc, s.offset(lsn), at, lo)
+		_, wm, end, last, err := scanTail(sc, s.offset(lsn), at, lo)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -595,6 +604,7 @@ func (l *Log) recoverTail(sc *frameScanner, version uint32) (x, proven LSN, err 
 		if recycled {
 			follows = end > 0 // not stale
 		}
+		follows = follows || wm > at // a later frame: the crash path finds it again
 		if !follows {
 			return at, at, nil
 		}
@@ -605,7 +615,7 @@ func (l *Log) recoverTail(sc *frameScanner, version uint32) (x, proven LSN, err 
 	x, xoff := lsn, s.offset(lsn)
 	lo := x + 1 // the lowest watermark of a frame scanTail must look at
 	if recycled {
-		lo = first
+		lo = lowest
 	}
 	at, wm, end, last, err := scanTail(sc, xoff, x, lo)
 	if err != nil {

@@ -742,3 +742,34 @@ func TestOpenReadsOnlyTheLastSegment(t *testing.T) {
 	require.Equal(t, recs, vrecs)
 	require.Len(t, recs, len(sizes))
 }
+
+// TestEndFrameFollowedByVouchingFrameIsCorrupt: a clean Close's end frame
+// at LSN E, then (after a reopen) record A written over it and synced, and
+// record B whose watermark vouches for A. If A's first bytes come back as
+// the old end frame (damage: they were synced), the end frame must not be
+// taken for a clean end: B says the log was synced past E, so Open fails
+// instead of silently dropping A and B.
+func TestEndFrameFollowedByVouchingFrameIsCorrupt(t *testing.T) {
+	opts := wal.Options{SegmentSize: 64 << 10, Policy: policy.SyncNever()}
+	mem := vfs.NewMem()
+	l := openLog(t, mem, opts)
+	appendN(t, l, 0, 5, 100)
+	end := l.AppendedLSN()
+	require.NoError(t, l.Close())
+	seg := segments(t, mem)[0]
+	off := segHeader + int(end)
+	endFrame := fileBytes(t, mem, seg)[off : off+frameHeader]
+
+	l = openLog(t, mem, opts)
+	appendN(t, l, 1, 1, 300) // A, at the end frame's LSN
+	require.NoError(t, l.Sync())
+	appendN(t, l, 2, 1, 300) // B: its watermark vouches for A
+	require.NoError(t, l.Sync())
+	img := mem.ProcessCrash()
+	require.NoError(t, l.Close())
+	b := fileBytes(t, img, seg)
+	copy(b[off:], endFrame)
+	setFile(t, img, seg, b)
+	ce := corruptOpen(t, img, opts)
+	require.Equal(t, seg, ce.Segment)
+}

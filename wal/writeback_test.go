@@ -176,7 +176,8 @@ func (w *wbFailFile) Writeback(off, n int64, wait bool) error { return w.fail(wa
 // written frames is one of the segment's write errors: the log is poisoned
 // and the commit gets ErrDurabilityUnknown, never an acknowledgement or a
 // synced LSN past what was synced before. A failed wait while a segment is
-// prepared fails that preparation only (its file is discarded): the append
+// prepared (paced only where commits sync: SyncEveryCommit here)
+// fails that preparation only (its file is discarded): the append
 // that needed it gets the error, the log is not poisoned, and no temporary
 // file is left.
 func TestWritebackErrorPoisons(t *testing.T) {
