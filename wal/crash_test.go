@@ -235,6 +235,9 @@ func powerLossSeed(t *testing.T, seed int64, method vfs.SyncMethod, images *atom
 		pols := []policy.Policy{policy.SyncNever(), policy.SyncEveryCommit(), policy.SyncEveryN(3)}
 		pol := pols[rng.IntN(len(pols))]
 		opts := wal.Options{SegmentSize: segSize, Policy: pol, SyncMethod: method}
+		if seed%3 == 1 {
+			opts = wal.WithScanWindow(opts, 48+8*int64(rng.IntN(64))) // frames straddle recovery's windows
+		}
 		maxRec := int(segSize) - 80 // header 32, frame header 24, end/link frame room 24
 		mem := vfs.NewMem()
 		mem.SetDirectIOAlignment([]int{512, 4096}[seed%2])
@@ -478,17 +481,23 @@ func failNth(n int64) (vfs.Injector, *atomic.Bool) {
 func TestCrashAfterEveryOp(t *testing.T) {
 	for _, pol := range []policy.Policy{policy.SyncEveryCommit(), policy.SyncNever()} {
 		for _, wl := range workloads {
-			t.Run("policy="+pol.String()+"/"+wl.name, func(t *testing.T) {
-				crashAfterEveryOp(t, pol, wl.run)
-			})
+			for _, window := range scanWindows {
+				t.Run(fmt.Sprintf("policy=%s/%s/window=%d", pol, wl.name, window), func(t *testing.T) {
+					crashAfterEveryOp(t, pol, wl.run, window)
+				})
+			}
 		}
 	}
 }
 
-func crashAfterEveryOp(t *testing.T, pol policy.Policy, workload func(*testing.T, vfs.FS, wal.Options, *history) bool) {
+// scanWindows are the recovery read windows the crash tests run with: the
+// default, and 64 bytes, so that frames straddle windows in 4 KiB segments.
+var scanWindows = []int64{0, 64}
+
+func crashAfterEveryOp(t *testing.T, pol policy.Policy, workload func(*testing.T, vfs.FS, wal.Options, *history) bool, window int64) {
 	{
 		{
-			opts := wal.Options{SegmentSize: 4 << 10, Policy: pol}
+			opts := wal.WithScanWindow(wal.Options{SegmentSize: 4 << 10, Policy: pol}, window)
 			var n int64
 			for n = 1; ; n++ {
 				mem := vfs.NewMem()
@@ -517,17 +526,19 @@ func crashAfterEveryOp(t *testing.T, pol policy.Policy, workload func(*testing.T
 func TestCrashImagesAtEveryOp(t *testing.T) {
 	for _, pol := range []policy.Policy{policy.SyncEveryCommit(), policy.SyncNever()} {
 		for _, wl := range workloads {
-			t.Run("policy="+pol.String()+"/"+wl.name, func(t *testing.T) {
-				crashImagesAtEveryOp(t, pol, wl.run)
-			})
+			for _, window := range scanWindows {
+				t.Run(fmt.Sprintf("policy=%s/%s/window=%d", pol, wl.name, window), func(t *testing.T) {
+					crashImagesAtEveryOp(t, pol, wl.run, window)
+				})
+			}
 		}
 	}
 }
 
-func crashImagesAtEveryOp(t *testing.T, pol policy.Policy, workload func(*testing.T, vfs.FS, wal.Options, *history) bool) {
+func crashImagesAtEveryOp(t *testing.T, pol policy.Policy, workload func(*testing.T, vfs.FS, wal.Options, *history) bool, window int64) {
 	{
 		{
-			opts := wal.Options{SegmentSize: 4 << 10, Policy: pol}
+			opts := wal.WithScanWindow(wal.Options{SegmentSize: 4 << 10, Policy: pol}, window)
 			type snapshot struct {
 				img  vfs.FS
 				h    *history

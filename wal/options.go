@@ -161,6 +161,9 @@ type Options struct {
 	// happens, on the commit path (see [Observer] for what it may do).
 	// Default nil: nothing is called.
 	Observer Observer
+	// scanWindow, if positive, replaces scanWindow for this Log's recovery
+	// scans: tests set it (export_test.go) so that frames straddle windows.
+	scanWindow int64
 	// UnsafeRetrySync retries a failed sync and, if the retry succeeds,
 	// acknowledges the commits as durable. This is the fsyncgate mistake
 	// (PostgreSQL data_sync_retry=on): on Linux the retried sync can succeed

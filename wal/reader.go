@@ -375,6 +375,12 @@ func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 	}
 	l.removeMu.Lock()
 	defer l.removeMu.Unlock()
+	l.mu.Lock()
+	closed = l.closed // again: a Close that ran meanwhile has released the directory lock
+	l.mu.Unlock()
+	if closed {
+		return 0, ErrClosed
+	}
 	// Only RemoveBefore shortens the list at its front, and rolls only
 	// append to it: the first k entries stay what they are read as here.
 	l.segsMu.Lock()

@@ -191,7 +191,7 @@ func (l *Log) recover() error {
 		// The last segment is read a window at a time too, never whole:
 		// a segment may be as large as MaxSegmentSize.
 		newScanner := func() *frameScanner {
-			sc := scanFile(f, name, first, size)
+			sc := l.scanFile(f, name, first, size)
 			if cut != noCutLSN {
 				// A cut a read-only Log does not finish: read the
 				// segment as finishTruncate would leave it.
@@ -441,7 +441,7 @@ func (l *Log) checkSealedSegment(path, name string, first, next LSN) (size int64
 	if size, err = f.Size(); err != nil {
 		return 0, 0, fmt.Errorf("wal: open: %s: %w", path, err)
 	}
-	sc := scanFile(f, name, first, size)
+	sc := l.scanFile(f, name, first, size)
 	defer func() { l.info.BytesRead += sc.read }()
 	if err := checkSegment(sc); err != nil {
 		return 0, 0, err
@@ -663,7 +663,7 @@ func scanTail(sc *frameScanner, xoff int64, x, lo LSN) (at, wm LSN, end, last in
 	for off := xoff; off+frameHeaderSize <= size; off += frameAlign {
 		if cbase < 0 || off+frameHeaderSize > cbase+int64(len(chunk)) {
 			if chunk == nil {
-				chunk = make([]byte, min(scanWindow, size-xoff))
+				chunk = make([]byte, min(sc.window, size-xoff))
 			}
 			chunk, cbase = chunk[:min(int64(cap(chunk)), size-off)], off
 			if err := sc.readAt(chunk, off); err != nil {

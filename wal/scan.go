@@ -9,7 +9,8 @@ import (
 )
 
 // scanWindow is the most bytes a frameScanner reads at once, and so what it
-// holds in memory, unless one frame is larger.
+// holds in memory, unless one frame is larger. Tests shrink it per Log
+// (Options.scanWindow) so that frames straddle windows.
 const scanWindow = 1 << 20
 
 // frameScanner decodes the frames of one segment, in any order, through a
@@ -24,17 +25,27 @@ type frameScanner struct {
 	woff     int64
 	read     int64 // bytes read from f
 	zeroFrom int64 // the file's bytes from this offset read as zeros (a cut not finished); size if none
+	window   int64 // scanWindow, or less in tests
 }
 
 // scanFile returns a scanner of the segment file f (of size bytes, whose
 // first frame is at first), read through a window of scanWindow bytes.
 func scanFile(f vfs.File, name string, first LSN, size int64) *frameScanner {
-	return &frameScanner{f: f, name: name, s: segment{first: first, size: size}, zeroFrom: size}
+	return &frameScanner{f: f, name: name, s: segment{first: first, size: size}, zeroFrom: size, window: scanWindow}
+}
+
+// scanFile returns a scanner of the segment file f with the Log's window.
+func (l *Log) scanFile(f vfs.File, name string, first LSN, size int64) *frameScanner {
+	sc := scanFile(f, name, first, size)
+	if w := l.opts.scanWindow; w > 0 {
+		sc.window = max(w, 2*frameHeaderSize)
+	}
+	return sc
 }
 
 // scanBytes returns a scanner of the segment b, held whole in memory.
 func scanBytes(b []byte, name string, first LSN) *frameScanner {
-	return &frameScanner{name: name, s: segment{first: first, size: int64(len(b))}, win: b, zeroFrom: int64(len(b))}
+	return &frameScanner{name: name, s: segment{first: first, size: int64(len(b))}, win: b, zeroFrom: int64(len(b)), window: scanWindow}
 }
 
 // readAt fills p with the segment's bytes at off (zeros from zeroFrom on),
@@ -68,7 +79,7 @@ func (sc *frameScanner) readAt(p []byte, off int64) error {
 // lastNonZero returns the offset of the segment's last non-zero byte at or
 // after from, or -1, reading backwards a window at a time.
 func (sc *frameScanner) lastNonZero(from int64) (int64, error) {
-	buf := make([]byte, min(scanWindow, max(sc.s.size-from, 0)))
+	buf := make([]byte, min(sc.window, max(sc.s.size-from, 0)))
 	for hi := sc.s.size; hi > from; {
 		lo := max(from, hi-int64(len(buf)))
 		p := buf[:hi-lo]
@@ -88,7 +99,7 @@ func (sc *frameScanner) lastNonZero(from int64) (int64, error) {
 // scrambles it), with the offset of its first byte.
 func (sc *frameScanner) copyRange(off, n int64, fn func(p []byte, off int64) error) error {
 	for n > 0 {
-		p := make([]byte, min(n, scanWindow))
+		p := make([]byte, min(n, sc.window))
 		if err := sc.readAt(p, off); err != nil {
 			return err
 		}
@@ -110,7 +121,7 @@ func (sc *frameScanner) load(off, n int64, ahead bool) error {
 	}
 	want := n
 	if ahead {
-		want = min(max(n, scanWindow), sc.s.size-off)
+		want = min(max(n, sc.window), sc.s.size-off)
 	}
 	if int64(cap(sc.win)) < want {
 		sc.win = make([]byte, want)

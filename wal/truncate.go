@@ -382,7 +382,7 @@ func (l *Log) zeroAfterCutIn(f vfs.File, first, cut LSN) error {
 	if err != nil {
 		return err
 	}
-	sc := scanFile(f, segmentName(first), first, size)
+	sc := l.scanFile(f, segmentName(first), first, size)
 	off := sc.s.offset(cut)
 	last, err := sc.lastNonZero(off)
 	l.info.BytesRead += sc.read
@@ -390,7 +390,7 @@ func (l *Log) zeroAfterCutIn(f vfs.File, first, cut LSN) error {
 		return err
 	}
 	for at := off; at <= last; {
-		z := make([]byte, min(scanWindow, last+1-at)) // the FS may scramble what it is given
+		z := make([]byte, min(sc.window, last+1-at)) // the FS may scramble what it is given
 		if _, err := f.WriteAt(z, at); err != nil {
 			return err
 		}

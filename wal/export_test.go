@@ -1,0 +1,9 @@
+package wal
+
+// WithScanWindow returns o with recovery reading segments through windows
+// of n bytes (at least 48) instead of 1 MiB, so that tests on small
+// segments make frames and positions straddle windows.
+func WithScanWindow(o Options, n int64) Options {
+	o.scanWindow = n
+	return o
+}
