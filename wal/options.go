@@ -52,7 +52,8 @@ type Options struct {
 	GroupCommit groupcommit.Options
 	// SegmentSize is the size in bytes of each segment file; the active
 	// segment is rolled when the next frame does not fit. Segments are
-	// zero-filled to this size before use. MinSegmentSize..MaxSegmentSize,
+	// zero-filled to this size before use (or are recycled files of this
+	// size, see RecycleSegments). MinSegmentSize..MaxSegmentSize,
 	// default DefaultSegmentSize (64 MiB). A log reopened with another
 	// SegmentSize keeps its existing segments as they are.
 	SegmentSize int64
@@ -122,7 +123,8 @@ type Options struct {
 	// finished segment on the commit path, otherwise waits for up to a
 	// second's worth of writes. It only adds syncs, in the background: no
 	// promise weakens, and Stats.Fsyncs and BackgroundSyncs count them.
-	// Default 0: off (the policies sync exactly as their settings say).
+	// Default 0: off (the policies sync exactly as their settings say); a
+	// negative value makes Open fail with ErrInvalidOptions.
 	IncrementalSync int64
 	// RecycleSegments is how many segment files freed by RemoveBefore are
 	// kept, renamed, for reuse as the next segments instead of being

@@ -264,7 +264,7 @@ func printText(w io.Writer, d *dump) {
 	printRecord(w, "truncate-lsn", d.TruncateLSN, "none (no cut pending)")
 	fmt.Fprintf(w, "segments: %d\n", len(d.Segments))
 	for _, s := range d.Segments {
-		fmt.Fprintf(w, "  %s  first %d  size %d  version %d  records %d  frames end at %d  closes with %s  max watermark %d  %s\n",
+		fmt.Fprintf(w, "  %s  first %d  size %d  version %d  records %d  frames end at LSN %d  closes with %s  max watermark %d  %s\n",
 			s.Name, s.FirstLSN, s.Size, s.Version, s.Records, s.ChainEnd, s.Closing, s.MaxWatermark, s.Status)
 		if s.Error != "" {
 			fmt.Fprintf(w, "    not inspected: %s\n", s.Error)
@@ -318,8 +318,12 @@ func printText(w io.Writer, d *dump) {
 	if v.Clean {
 		clean = "yes"
 	}
-	fmt.Fprintf(w, "verdict: Open would recover LSN %d to %d in %d segments; torn bytes %d; unvouched bytes %d; clean close %s; temporary files to remove %d (nothing was repaired)\n",
-		v.FirstLSN, v.EndLSN, v.Segments, v.TornBytes, v.Unvouched, clean, v.RemovedTemp)
+	segs := "segments"
+	if v.Segments == 1 {
+		segs = "segment"
+	}
+	fmt.Fprintf(w, "verdict: Open would recover LSN %d to %d in %d %s; torn bytes %d; unvouched bytes %d; clean close %s; temporary files to remove %d (nothing was repaired)\n",
+		v.FirstLSN, v.EndLSN, v.Segments, segs, v.TornBytes, v.Unvouched, clean, v.RemovedTemp)
 }
 
 func printRecord(w io.Writer, name string, r *lsnRecord, none string) {

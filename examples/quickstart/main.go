@@ -72,7 +72,7 @@ func run(ctx context.Context, dir string, out io.Writer) error {
 		return err
 	}
 
-	// 2. Reopen: recovery checks every frame and keeps the three records.
+	// 2. Reopen: recovery checks the last segment frame by frame and keeps the three records.
 	l, err = wal.Open(dir, opts)
 	if err != nil {
 		return err
