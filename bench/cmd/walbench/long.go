@@ -312,9 +312,10 @@ func planLong(e *env, p *plan) *longResult {
 		pol, _ := policy.InnoDB(2)
 		return inRound(res.Level2)(le.measureLog("innodb=2", pol, 1, 0))
 	})
-	res.Level2Inc = p.addFunc("innodb=2 + incremental sync", fmt.Sprintf("long: innodb=2, IncrementalSync %s, 1 committer, %s", fmtBytes(longIncremental), vol), func() (result, error) {
+	incName := fmt.Sprintf("innodb=2 + IncrementalSync %s", fmtBytes(longIncremental))
+	res.Level2Inc = p.addFunc(incName, fmt.Sprintf("long: innodb=2, IncrementalSync %s, 1 committer, %s", fmtBytes(longIncremental), vol), func() (result, error) {
 		pol, _ := policy.InnoDB(2)
-		return inRound(res.Level2Inc)(le.measureLog("innodb=2 + incremental sync", pol, 1, longIncremental))
+		return inRound(res.Level2Inc)(le.measureLog(incName, pol, 1, longIncremental))
 	})
 	res.RawAppend = p.addFunc("raw pwrite append", fmt.Sprintf("long: raw pwrite append, %s", vol), le.rawAppendLoop)
 	res.Level0 = p.addFunc("innodb=0", fmt.Sprintf("long: innodb=0, 1 committer, %s", vol), func() (result, error) {
@@ -574,7 +575,7 @@ func longTables(lr *longResult, rounds int) []table {
 		return nil // interrupted
 	}
 	labels := []string{"innodb=1 × 16", "raw write+" + datasyncName + " × 1", "innodb=2 × 1",
-		fmt.Sprintf("innodb=2 × 1, IncrementalSync %s", fmtBytes(longIncremental)), "innodb=0 × 1", "raw pwrite append × 1"}
+		fmt.Sprintf("innodb=2 + IncrementalSync %s × 1", fmtBytes(longIncremental)), "innodb=0 × 1", "raw pwrite append × 1"}
 	rows := spreadCells(cells, []string{"a", "b", "c", "d", "e", "f"}, []col{
 		{metric: "commits", format: fmtCount, noFlag: true},
 		{metric: "commits_per_sec", format: fmtRate},
@@ -594,9 +595,10 @@ func longTables(lr *longResult, rounds int) []table {
 				"the next segment is prepared in the background once the current one is an eighth full. The log is checkpointed: "+
 				"after every roll RemoveBefore drops every segment but the previous and the new one, and the next segments reuse "+
 				"the freed files (Options.RecycleSegments, no zero-fill); the first segments of a fresh log are zero-filled and synced. "+
-				"innodb=1 × 16: SyncEveryCommit, %d committers sharing group commits; innodb=2: write at commit, fdatasync once a second; "+
+				"innodb=1 × 16: SyncEveryCommit, %d committers sharing group commits; innodb=2: write at commit, fdatasync once a second "+
+				"(and again with Options.IncrementalSync, which also syncs in the background whenever %s were written since the last sync); "+
 				"innodb=0: buffered, written and synced once a second; one committer each.",
-				fmtBytes(lr.Volume), fmtInt(lr.Volume/int64(lr.RecordSize)), max(lr.Volume/lr.Segment, 1), longCommitters),
+				fmtBytes(lr.Volume), fmtInt(lr.Volume/int64(lr.RecordSize)), max(lr.Volume/lr.Segment, 1), longCommitters, fmtBytes(longIncremental)),
 			fmt.Sprintf("Raw loops, in the same rounds: raw write+%s × 1 runs right after innodb=1 × 16, for as long as it took in that round, "+
 				"one goroutine writing a record and syncing it at consecutive offsets of a zero-filled, synced file of one segment "+
 				"(the device's own latency for one durable record; its commit count differs, its wall time is the same); "+
