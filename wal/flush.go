@@ -235,25 +235,31 @@ func (l *Log) rollTo(next *segment) error {
 // It returns nil at once if nothing written is unsynced, or if the sync
 // method writes through (O_DSYNC: each write advanced the synced LSN).
 func (l *Log) syncWritten() error {
+	_, err := l.syncWrittenSynced()
+	return err
+}
+
+// syncWrittenSynced is syncWritten; synced reports whether it issued a sync.
+func (l *Log) syncWrittenSynced() (synced bool, err error) {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	if err := l.poisoned(); err != nil {
-		return err // never sync again after a failed sync or write (fsyncgate)
+		return false, err // never sync again after a failed sync or write (fsyncgate)
 	}
 	if l.method.WriteThrough() {
-		return nil
+		return false, nil
 	}
 	target := l.written.Load()
 	if target <= l.synced.Load() {
-		return nil
+		return false, nil
 	}
 	if err := l.syncTimed(l.writeSeg); err != nil {
-		return err
+		return false, err
 	}
 	l.synced.Store(target)
 	l.notifyTail()
 	l.groupsSinceSync.Store(0)
-	return nil
+	return true, nil
 }
 
 var syncHook = func(l *Log, s *segment) error { return l.syncFile(s.f) } // crashlab_broken.go replaces it
@@ -426,14 +432,16 @@ func (l *Log) nextWake(tick time.Duration) time.Duration {
 // it. A failure poisons the log and never marks it clean.
 // The caller has set syncInProgress; runBackgroundSync clears it.
 func (l *Log) runBackgroundSync() error {
-	err := l.syncWritten()
+	didSync, err := l.syncWrittenSynced()
 	l.syncInProgress.Store(false)
 	if err != nil {
 		l.poison(err)
 		l.q.Fail(fmt.Errorf("%w: %w: %w", ErrDurabilityUnknown, ErrPoisoned, err))
 		return err
 	}
-	l.stats.backgroundSyncs.Add(1)
+	if didSync { // not when another sync had covered everything, or under O_DSYNC
+		l.stats.backgroundSyncs.Add(1)
+	}
 	l.syncMu.Lock() // a consistent pair: TruncateAfter changes qbase under syncMu
 	written, synced := l.written.Load()+l.qbase, l.synced.Load()+l.qbase
 	l.syncMu.Unlock()
