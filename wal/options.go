@@ -132,9 +132,13 @@ type Options struct {
 	// its logs: a reused file is neither zero-filled nor synced again, so
 	// a log checkpointed by RemoveBefore writes each byte about once, and
 	// its fdatasyncs find every block allocated. Kept files are named
-	// "recycle-<n>.wal.tmp"; Close removes them and so does Open (a
-	// crash's leftovers). Files of another size than SegmentSize are not
-	// reused. Default DefaultRecycleSegments (2); negative: none.
+	// "recycle-<n>.wal.tmp" and survive Close, as PostgreSQL keeps its
+	// recycled files: Open adopts up to RecycleSegments of them whose
+	// header names an LSN below the log's start, and removes the rest
+	// (another SegmentSize, a log recreated in the directory, a smaller
+	// pool; counted in RecoveryInfo.RemovedTemp). Builds that do not reuse
+	// them remove them as temporary files. Default DefaultRecycleSegments
+	// (2); negative: none (Open removes any).
 	RecycleSegments int
 	// VerifyOnOpen makes Open read and check every frame of every segment.
 	// By default Open reads, of each sealed (non-last) segment, only its

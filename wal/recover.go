@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/durawal/durawal/wal/vfs"
 )
 
@@ -100,7 +101,12 @@ func (l *Log) recover() error {
 	}
 	firsts, hasFirst := d.Segments, d.hasFirst
 	l.info.Quarantined = d.Quarantined
+	var pooled []string // kept segment files (RecycleSegments), decided on once the log's start is known
 	for _, name := range d.Temp {
+		if _, ok := parseRecycleName(name); ok && l.opts.RecycleSegments > 0 {
+			pooled = append(pooled, name)
+			continue
+		}
 		if !l.readOnly {
 			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
 				return fmt.Errorf("wal: open: removing leftover %s: %w", name, err)
@@ -143,6 +149,9 @@ func (l *Log) recover() error {
 			if err := l.syncDirAt(parent); err != nil {
 				return fmt.Errorf("wal: open: syncing %s, the parent of the new log's directory: %w", parent, err)
 			}
+		}
+		if err := l.adoptPooled(pooled, 0); err != nil { // a new log: none is of it
+			return err
 		}
 		s, err := l.prepareSegment()
 		if err != nil {
@@ -255,6 +264,9 @@ func (l *Log) recover() error {
 		if err := l.writeFirstLSN(firsts[0]); err != nil {
 			return fmt.Errorf("wal: open: %w", err)
 		}
+	}
+	if err := l.adoptPooled(pooled, firsts[0]); err != nil {
+		return err
 	}
 	l.segFirsts, l.segSizes = firsts, sizes
 	l.info.FirstLSN, l.info.EndLSN = firsts[0], l.next
@@ -421,6 +433,61 @@ func (l *Log) checkFirst(firsts []LSN) (kept []LSN, recorded bool, err error) {
 			Reason: fmt.Sprintf("missing: the log starts at LSN %d (recorded in %s), but the oldest segment present starts at LSN %d", first, firstLSNName, firsts[0])}
 	}
 	return firsts, true, nil
+}
+
+// adoptPooled takes into the pool of files to reuse (Options.RecycleSegments)
+// the segment files an earlier process kept, named in names, and removes the
+// rest. A file is kept only if it is a segment of the size new segments get,
+// with a valid header naming an LSN below start, the log's first LSN: its
+// stale frames then carry LSNs the log never uses again. Anything
+// else (a log recreated in the directory, another SegmentSize, more files
+// than the pool takes) is removed, counted in RecoveryInfo.RemovedTemp. A
+// read-only Log only counts.
+func (l *Log) adoptPooled(names []string, start LSN) error {
+	kept := 0
+	for _, name := range names {
+		path := filepath.Join(l.dir, name)
+		if kept < l.opts.RecycleSegments && l.reusable(path, start) {
+			kept++
+			if !l.readOnly {
+				l.pool = append(l.pool, path)
+				n, _ := parseRecycleName(name)
+				for cur := l.tmpSeq.Load(); cur < n && !l.tmpSeq.CompareAndSwap(cur, n); cur = l.tmpSeq.Load() {
+				}
+			}
+			continue
+		}
+		if !l.readOnly {
+			if err := l.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("wal: open: removing leftover %s: %w", name, err)
+			}
+		}
+		l.info.RemovedTemp++
+	}
+	return nil
+}
+
+// reusable reports whether the kept file at path can become a segment of
+// this log (see adoptPooled).
+func (l *Log) reusable(path string, start LSN) bool {
+	f, err := l.fs.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil || size != l.opts.SegmentSize {
+		return false
+	}
+	var hdr [segmentHeaderSize]byte
+	if n, _ := f.ReadAt(hdr[:], 0); n < len(hdr) || [8]byte(hdr[:8]) != segmentMagic ||
+		binary.LittleEndian.Uint64(hdr[24:32]) != xxhash.Sum64(hdr[:24]) {
+		return false
+	}
+	// Its last use began below the start; its frames ended where its
+	// successor began, at or below the start, and any earlier use's are
+	// older still. A new log starts at LSN 0, where no file qualifies.
+	return LSN(binary.LittleEndian.Uint64(hdr[16:24])) < start
 }
 
 // checkSealedSegment checks the non-last segment at path, whose successor

@@ -1,6 +1,7 @@
 package wal_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"strings"
 	"testing"
@@ -60,11 +61,7 @@ func TestRecycledSegments(t *testing.T) {
 	last := fileBytes(t, mem, segs[len(segs)-1])
 	require.EqualValues(t, 3, binary.LittleEndian.Uint32(last[8:12]), "the last segment reuses a file")
 	require.NoError(t, l.Close())
-	names, err := mem.List(logDir)
-	require.NoError(t, err)
-	for _, name := range names {
-		require.False(t, strings.HasPrefix(name, "recycle-"), "Close removes the kept files: %s", name)
-	}
+	require.NotEmpty(t, kept(t, mem), "Close leaves the kept files for the next Open")
 	last = fileBytes(t, mem, segs[len(segs)-1])
 	end := staleFramesAfterEnd(t, last)
 	require.Positive(t, end, "the recycled segment holds stale frames after its end frame")
@@ -74,19 +71,117 @@ func TestRecycledSegments(t *testing.T) {
 	require.True(t, info.Clean, "a clean Close of a recycled segment reopens clean: %+v", info)
 	require.Zero(t, info.TornBytes)
 	require.Empty(t, info.Quarantined)
-	require.Zero(t, info.RemovedTemp)
+	require.Zero(t, info.RemovedTemp, "the kept files are adopted, not removed")
 	gotLSNs, got = readAll(t, l, info.FirstLSN)
 	require.Equal(t, lsns, gotLSNs)
 	require.Equal(t, recs, got)
+	// The next segment reuses a file the last process kept.
+	for l.Stats().Rolls == 0 {
+		_, err := l.Append(record(3, 0, 300))
+		require.NoError(t, err)
+	}
+	require.Positive(t, l.Stats().Prepare.Recycled, "a file kept before the restart is reused")
 	require.NoError(t, l.Close())
+	l = openLog(t, mem, opts)
+	_, got = readAll(t, l, lsns[0])
+	require.NoError(t, l.Close())
+	require.Greater(t, len(got), len(recs))
+	for i := range recs {
+		require.True(t, bytes.Equal(recs[i], got[i]), "record %d after the restart", i)
+	}
 
 	// With VerifyOnOpen every sealed recycled segment is checked frame by
 	// frame: the stale frames after each link do not matter either.
 	vopts := opts
 	vopts.VerifyOnOpen = true
-	_, got, info = replay(t, mem, vopts)
-	require.Equal(t, recs, got)
-	require.Positive(t, info.VerifiedSegments)
+	l = openLog(t, mem, vopts)
+	require.Positive(t, l.Recovered().VerifiedSegments)
+	_, got2 := readAll(t, l, lsns[0])
+	require.NoError(t, l.Close())
+	require.Equal(t, len(got), len(got2))
+	for i := range got {
+		require.True(t, bytes.Equal(got[i], got2[i]), "record %d with VerifyOnOpen", i)
+	}
+}
+
+// kept returns the names of the segment files kept for reuse in the log
+// directory.
+func kept(t *testing.T, fsys vfs.FS) []string {
+	t.Helper()
+	names, err := fsys.List(logDir)
+	require.NoError(t, err)
+	var out []string
+	for _, name := range names {
+		if strings.HasPrefix(name, "recycle-") {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// TestKeptFilesAdoptedOnlyBelowTheStart: Open adopts a kept file only if
+// every frame it held lies below the log's start. A log recreated in the
+// directory (its segments and first-lsn deleted, the kept files left) starts
+// again at LSN 0, where a kept file's stale frames could pass for current
+// ones: Open removes them. So it does with RecycleSegments off, and beyond
+// the pool's size.
+func TestKeptFilesAdoptedOnlyBelowTheStart(t *testing.T) {
+	const segSize = 8 << 10
+	opts := wal.Options{SegmentSize: segSize, Policy: policy.SyncNever()}
+	// setup leaves a closed log with n ≥ 2 kept files.
+	setup := func() (*vfs.MemFS, int) {
+		mem := vfs.NewMem()
+		l := openLog(t, mem, opts)
+		checkpointed(t, l, 8)
+		appendUntilSegments(t, l, mem, 5, 4)
+		_, err := l.RemoveBefore(l.AppendedLSN()) // all but the active segment
+		require.NoError(t, err)
+		require.NoError(t, l.Close())
+		n := len(kept(t, mem))
+		require.GreaterOrEqual(t, n, 2)
+		return mem, n
+	}
+	t.Run("recreated log", func(t *testing.T) {
+		mem, n := setup()
+		names, err := mem.List(logDir)
+		require.NoError(t, err)
+		for _, name := range names {
+			if !strings.HasPrefix(name, "recycle-") {
+				require.NoError(t, mem.Remove(logDir+"/"+name))
+			}
+		}
+		l := openLog(t, mem, opts)
+		require.Equal(t, n, l.Recovered().RemovedTemp, "stale files of another log are removed")
+		require.Empty(t, kept(t, mem))
+		checkpointed(t, l, 3)
+		require.NoError(t, l.Close())
+	})
+	t.Run("recycling off", func(t *testing.T) {
+		mem, n := setup()
+		o := opts
+		o.RecycleSegments = -1
+		l := openLog(t, mem, o)
+		require.Equal(t, n, l.Recovered().RemovedTemp)
+		require.Empty(t, kept(t, mem))
+		require.NoError(t, l.Close())
+	})
+	t.Run("smaller pool", func(t *testing.T) {
+		mem, n := setup()
+		o := opts
+		o.RecycleSegments = 1
+		l := openLog(t, mem, o)
+		require.Equal(t, n-1, l.Recovered().RemovedTemp)
+		require.Len(t, kept(t, mem), 1)
+		require.NoError(t, l.Close())
+	})
+	t.Run("another segment size", func(t *testing.T) {
+		mem, n := setup()
+		o := opts
+		o.SegmentSize = 2 * segSize
+		l := openLog(t, mem, o)
+		require.Equal(t, n, l.Recovered().RemovedTemp)
+		require.NoError(t, l.Close())
+	})
 }
 
 // staleFramesAfterEnd walks the frames of segment b (each frame's length

@@ -427,8 +427,24 @@ func (l *Log) reuseSegment() *segment {
 }
 
 // recycleName returns the name under which RemoveBefore keeps a segment
-// file for reuse: a temporary file's, so that Open removes what a crash or
-// Close leaves of the pool.
+// file for reuse: "recycle-<n>.wal.tmp", a temporary file's, so that builds
+// that do not reuse it remove it at Open; this one adopts it (adoptPooled).
 func (l *Log) recycleName() string {
-	return filepath.Join(l.dir, fmt.Sprintf("recycle-%d%s", l.tmpSeq.Add(1), tmpSuffix))
+	return filepath.Join(l.dir, fmt.Sprintf("%s%d%s", recyclePrefix, l.tmpSeq.Add(1), tmpSuffix))
+}
+
+const recyclePrefix = "recycle-"
+
+// parseRecycleName returns the n of a name recycleName made.
+func parseRecycleName(name string) (int64, bool) {
+	digits, ok := strings.CutPrefix(name, recyclePrefix)
+	if !ok {
+		return 0, false
+	}
+	digits, ok = strings.CutSuffix(digits, tmpSuffix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	return n, err == nil && n > 0
 }

@@ -739,14 +739,13 @@ func (l *Log) Close() error {
 	l.mu.Unlock()
 	if spare != nil {
 		spare.f.Close()
-		l.fs.Remove(spare.path)
+		if spare.version != recycledVersion { // a reused file keeps its kept name and content: it stays kept
+			l.fs.Remove(spare.path)
+		}
 	}
-	// Files kept for reuse are temporary files: removed now (Open would
-	// remove what is left), with no directory sync.
+	// Files kept for reuse stay for the next Open to adopt
+	// (Options.RecycleSegments), as PostgreSQL keeps recycled WAL files.
 	l.poolMu.Lock()
-	for _, path := range l.pool {
-		l.fs.Remove(path)
-	}
 	l.pool = nil
 	l.poolMu.Unlock()
 	if err == nil {
