@@ -244,9 +244,20 @@ func TestOpenReadOnlyLeftoverTemp(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 
+	// The image may also hold the background preparation of a spare
+	// segment that the crash interrupted.
+	names, err := img.List(logDir)
+	require.NoError(t, err)
+	temps := 0
+	for _, name := range names {
+		if strings.HasSuffix(name, ".wal.tmp") {
+			temps++
+		}
+	}
 	info, err := checkReadOnlyMatchesOpen(t, img, opts, "leftover temporary file")
 	require.NoError(t, err)
-	require.Equal(t, 1, info.RemovedTemp, "what Open would remove")
+	require.Equal(t, temps, info.RemovedTemp, "what Open would remove")
+	require.Positive(t, info.RemovedTemp)
 	require.Contains(t, dirState(t, img), "prepare-7.wal.tmp")
 }
 
