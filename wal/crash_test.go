@@ -408,8 +408,13 @@ func removeStep(l *wal.Log, h *history, at wal.LSN) bool {
 // segments reuse a recycled file full of frames of earlier LSNs.
 var workloads = []struct {
 	name string
-	run  func(*testing.T, vfs.FS, wal.Options, *history) bool
+	run  workloadFunc
 }{{"basic", workload}, {"recycling", recycleWorkload}}
+
+// workloadFunc runs a workload on the log in logDir on fsys, recording in h
+// what it appended, acknowledged and removed; it reports whether it ran to
+// the end, Close included, without an error.
+type workloadFunc func(t *testing.T, fsys vfs.FS, opts wal.Options, h *history) (done bool)
 
 // recycleWorkload appends 150 records of 1 to 600 bytes, syncing every 5th,
 // and after every roll removes every segment but the last two: a file RemoveBefore
@@ -494,26 +499,22 @@ func TestCrashAfterEveryOp(t *testing.T) {
 // default, and 64 bytes, so that frames straddle windows in 4 KiB segments.
 var scanWindows = []int64{0, 64}
 
-func crashAfterEveryOp(t *testing.T, pol policy.Policy, workload func(*testing.T, vfs.FS, wal.Options, *history) bool, window int64) {
-	{
-		{
-			opts := wal.WithScanWindow(wal.Options{SegmentSize: 4 << 10, Policy: pol}, window)
-			var n int64
-			for n = 1; ; n++ {
-				mem := vfs.NewMem()
-				inj, fired := failNth(n)
-				h := &history{}
-				done := workload(t, vfs.Inject(mem, inj), opts, h)
-				what := fmt.Sprintf("%s, op %d failed", pol, n)
-				checkRecovered(t, mem.PowerLoss(vfs.DropAll()), opts, h, false, what)
-				if done && !fired.Load() {
-					break // the workload finished before op n: every op was covered
-				}
-				require.Less(t, n, int64(5000), "the workload never finishes")
-			}
-			t.Logf("%s: failed each of %d operations", pol, n-1)
+func crashAfterEveryOp(t *testing.T, pol policy.Policy, workload workloadFunc, window int64) {
+	opts := wal.WithScanWindow(wal.Options{SegmentSize: 4 << 10, Policy: pol}, window)
+	var n int64
+	for n = 1; ; n++ {
+		mem := vfs.NewMem()
+		inj, fired := failNth(n)
+		h := &history{}
+		done := workload(t, vfs.Inject(mem, inj), opts, h)
+		what := fmt.Sprintf("%s, op %d failed", pol, n)
+		checkRecovered(t, mem.PowerLoss(vfs.DropAll()), opts, h, false, what)
+		if done && !fired.Load() {
+			break // the workload finished before op n: every op was covered
 		}
+		require.Less(t, n, int64(5000), "the workload never finishes")
 	}
+	t.Logf("%s: failed each of %d operations", pol, n-1)
 }
 
 // TestCrashImagesAtEveryOp crashes the workload just before each of its
@@ -535,55 +536,51 @@ func TestCrashImagesAtEveryOp(t *testing.T) {
 	}
 }
 
-func crashImagesAtEveryOp(t *testing.T, pol policy.Policy, workload func(*testing.T, vfs.FS, wal.Options, *history) bool, window int64) {
-	{
-		{
-			opts := wal.WithScanWindow(wal.Options{SegmentSize: 4 << 10, Policy: pol}, window)
-			type snapshot struct {
-				img  vfs.FS
-				h    *history
-				what string
-			}
-			mem := vfs.NewMem()
-			h := &history{}
-			var mu sync.Mutex
-			var snaps []snapshot
-			var counts [32]int
-			inj := vfs.InjectorFunc(func(op vfs.Op) error {
-				st := h.state()
-				n := op.Index
-				modes := []vfs.CrashMode{vfs.DropAll(), vfs.KeepAll(), vfs.TearAtSector(n),
-					vfs.KeepRandomSubsetOfBlocks(512, n), vfs.KeepRandomSubsetOfBlocks(4096, n)}
-				var add []snapshot
-				for _, m := range modes {
-					add = append(add, snapshot{mem.PowerLoss(m), st, fmt.Sprintf("before op %d (%s %s), %s", n, op.Kind, op.Path, m)})
-				}
-				add = append(add, snapshot{mem.ProcessCrash(), st, fmt.Sprintf("before op %d (%s %s), process crash", n, op.Kind, op.Path)})
-				// The segment preparer runs beside the workload: a removal
-				// may start while the images are taken. What was asked by
-				// the end of it bounds what they may lack.
-				// A RemoveBefore that started meanwhile (the recycling
-				// workload calls it again and again) may have moved the
-				// start past the last completed one's.
-				if now := h.state(); now.removeAsked != st.removeAsked {
-					st.removeAsked, st.removeDone = now.removeAsked, false
-				}
-				mu.Lock()
-				snaps = append(snaps, add...)
-				counts[op.Kind]++
-				mu.Unlock()
-				return nil
-			})
-			require.True(t, workload(t, vfs.Inject(mem, inj), opts, h))
-			require.Positive(t, counts[vfs.OpRename], "the workload rolls segments")
-			require.Positive(t, counts[vfs.OpRemove], "the workload removes segments")
-			for _, s := range snaps {
-				s.h.recs, s.h.lsns = h.recs, h.lsns // what may have reached the image
-				checkRecovered(t, s.img, opts, s.h, false, s.what)
-			}
-			t.Logf("%d crash images, %d renames, %d removes", len(snaps), counts[vfs.OpRename], counts[vfs.OpRemove])
-		}
+func crashImagesAtEveryOp(t *testing.T, pol policy.Policy, workload workloadFunc, window int64) {
+	opts := wal.WithScanWindow(wal.Options{SegmentSize: 4 << 10, Policy: pol}, window)
+	type snapshot struct {
+		img  vfs.FS
+		h    *history
+		what string
 	}
+	mem := vfs.NewMem()
+	h := &history{}
+	var mu sync.Mutex
+	var snaps []snapshot
+	var counts [32]int
+	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+		st := h.state()
+		n := op.Index
+		modes := []vfs.CrashMode{vfs.DropAll(), vfs.KeepAll(), vfs.TearAtSector(n),
+			vfs.KeepRandomSubsetOfBlocks(512, n), vfs.KeepRandomSubsetOfBlocks(4096, n)}
+		var add []snapshot
+		for _, m := range modes {
+			add = append(add, snapshot{mem.PowerLoss(m), st, fmt.Sprintf("before op %d (%s %s), %s", n, op.Kind, op.Path, m)})
+		}
+		add = append(add, snapshot{mem.ProcessCrash(), st, fmt.Sprintf("before op %d (%s %s), process crash", n, op.Kind, op.Path)})
+		// The segment preparer runs beside the workload: a removal
+		// may start while the images are taken. What was asked by
+		// the end of it bounds what they may lack.
+		// A RemoveBefore that started meanwhile (the recycling
+		// workload calls it again and again) may have moved the
+		// start past the last completed one's.
+		if now := h.state(); now.removeAsked != st.removeAsked {
+			st.removeAsked, st.removeDone = now.removeAsked, false
+		}
+		mu.Lock()
+		snaps = append(snaps, add...)
+		counts[op.Kind]++
+		mu.Unlock()
+		return nil
+	})
+	require.True(t, workload(t, vfs.Inject(mem, inj), opts, h))
+	require.Positive(t, counts[vfs.OpRename], "the workload rolls segments")
+	require.Positive(t, counts[vfs.OpRemove], "the workload removes segments")
+	for _, s := range snaps {
+		s.h.recs, s.h.lsns = h.recs, h.lsns // what may have reached the image
+		checkRecovered(t, s.img, opts, s.h, false, s.what)
+	}
+	t.Logf("%d crash images, %d renames, %d removes", len(snaps), counts[vfs.OpRename], counts[vfs.OpRemove])
 }
 
 // TestProcessCrashThenPowerLoss: a process crash leaves written but
