@@ -917,14 +917,8 @@ func (l *Log) zeroTail(s *segment, end LSN, n int64) error {
 		defer bf.Close()
 		f = bf
 	}
-	zeros := make([]byte, min(1<<20, n))
-	for off < stop {
-		clear(zeros)
-		n := min(int64(len(zeros)), stop-off)
-		if _, err := f.WriteAt(zeros[:n], off); err != nil {
-			return err
-		}
-		off += n
+	if err := writeZeros(f, off, stop); err != nil {
+		return err
 	}
 	l.opts.Logger.Warn("wal: zeroed the tail", "segment", s.path, "lsn", end, "bytes", n, "torn_bytes", l.info.TornBytes)
 	return l.syncFile(f)

@@ -448,3 +448,17 @@ func parseRecycleName(name string) (int64, bool) {
 	n, err := strconv.ParseInt(digits, 10, 64)
 	return n, err == nil && n > 0
 }
+
+// writeZeros writes zeros over f's bytes [off, stop), a MiB at a time.
+func writeZeros(f vfs.File, off, stop int64) error {
+	zeros := make([]byte, min(1<<20, max(stop-off, 0)))
+	for off < stop {
+		clear(zeros) // the FS may scramble written buffers
+		n := min(int64(len(zeros)), stop-off)
+		if _, err := f.WriteAt(zeros[:n], off); err != nil {
+			return err
+		}
+		off += n
+	}
+	return nil
+}

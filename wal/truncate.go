@@ -226,15 +226,9 @@ func (l *Log) zeroRange(s *segment, lsn LSN, stop int64) error {
 	if err != nil {
 		return err
 	}
-	zeros := make([]byte, min(1<<20, stop-off))
-	for off < stop {
-		clear(zeros) // the FS may scramble written buffers
-		n := min(int64(len(zeros)), stop-off)
-		if _, err := f.WriteAt(zeros[:n], off); err != nil {
-			f.Close()
-			return err
-		}
-		off += n
+	if err := writeZeros(f, off, stop); err != nil {
+		f.Close()
+		return err
 	}
 	if err := l.syncSegment(f); err != nil {
 		f.Close()
@@ -389,12 +383,8 @@ func (l *Log) zeroAfterCutIn(f vfs.File, first, cut LSN) error {
 	if err != nil || last < 0 {
 		return err
 	}
-	for at := off; at <= last; {
-		z := make([]byte, min(sc.window, last+1-at)) // the FS may scramble what it is given
-		if _, err := f.WriteAt(z, at); err != nil {
-			return err
-		}
-		at += int64(len(z))
+	if err := writeZeros(f, off, last+1); err != nil {
+		return err
 	}
 	return l.syncFile(f)
 }
