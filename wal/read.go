@@ -170,12 +170,7 @@ func (l *Log) readFile(lsn LSN, dst []byte) ([]byte, error) {
 // while f was open. A bad frame read through f is then not damage. It
 // returns nil otherwise.
 func reused(f vfs.File, first LSN) error {
-	var hdr [segmentHeaderSize]byte
-	if n, _ := f.ReadAt(hdr[:], 0); n < len(hdr) || [8]byte(hdr[:8]) != segmentMagic ||
-		binary.LittleEndian.Uint64(hdr[24:32]) != xxhash.Sum64(hdr[:24]) {
-		return nil
-	}
-	if now := LSN(binary.LittleEndian.Uint64(hdr[16:24])); now != first {
+	if now, ok := headerFirst(f); ok && now != first {
 		return fmt.Errorf("wal: %s was removed by RemoveBefore and its file reused for the segment at LSN %d: %w",
 			segmentName(first), now, fs.ErrNotExist)
 	}

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/durawal/durawal/wal/vfs"
 )
 
@@ -479,15 +478,11 @@ func (l *Log) reusable(path string, start LSN) bool {
 	if err != nil || size != l.opts.SegmentSize {
 		return false
 	}
-	var hdr [segmentHeaderSize]byte
-	if n, _ := f.ReadAt(hdr[:], 0); n < len(hdr) || [8]byte(hdr[:8]) != segmentMagic ||
-		binary.LittleEndian.Uint64(hdr[24:32]) != xxhash.Sum64(hdr[:24]) {
-		return false
-	}
 	// Its last use began below the start; its frames ended where its
 	// successor began, at or below the start, and any earlier use's are
 	// older still. A new log starts at LSN 0, where no file qualifies.
-	return LSN(binary.LittleEndian.Uint64(hdr[16:24])) < start
+	first, ok := headerFirst(f)
+	return ok && first < start
 }
 
 // checkSealedSegment checks the non-last segment at path, whose successor

@@ -462,3 +462,15 @@ func writeZeros(f vfs.File, off, stop int64) error {
 	}
 	return nil
 }
+
+// headerFirst reads the segment header at the start of f and returns the
+// first LSN it names, if it is a durawal header whose checksum holds (of
+// any format version).
+func headerFirst(f vfs.File) (LSN, bool) {
+	var hdr [segmentHeaderSize]byte
+	if n, _ := f.ReadAt(hdr[:], 0); n < len(hdr) || [8]byte(hdr[:8]) != segmentMagic ||
+		binary.LittleEndian.Uint64(hdr[24:32]) != xxhash.Sum64(hdr[:24]) {
+		return 0, false
+	}
+	return LSN(binary.LittleEndian.Uint64(hdr[16:24])), true
+}
