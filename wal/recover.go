@@ -509,32 +509,27 @@ func (l *Log) checkSealedSegment(path, name string, first, next LSN) (size int64
 		return 0, 0, err
 	}
 	version = binary.LittleEndian.Uint32(sc.bytesAt(0)[8:12])
-	if version >= 2 && !l.opts.VerifyOnOpen {
-		linked, err := sc.linkAt(next)
-		if err != nil {
+	linked := false
+	if version >= 2 {
+		if linked, err = sc.linkAt(next); err != nil {
 			return 0, 0, err
 		}
-		if linked {
-			l.info.TrustedSegments++
-			return size, version, nil
-		}
+	}
+	if linked && !l.opts.VerifyOnOpen {
+		l.info.TrustedSegments++
+		return size, version, nil
 	}
 	if err := checkSealed(sc, next); err != nil {
 		return 0, 0, err
 	}
 	l.info.VerifiedSegments++
-	if version < 2 {
-		return size, version, nil
-	}
 	// A version-2 segment without its link: a crash came between the
 	// roll's sync of the successor and the link. Without it, a later loss
 	// of the successor, if it is the last segment, would pass for the end
-	// of the log.
-	if off := sc.s.offset(next); off+endFrameSize > size {
+	// of the log. (A segment too full to hold one needs none: nothing
+	// could follow its frames.)
+	if version < 2 || linked || l.readOnly || sc.s.offset(next)+endFrameSize > size {
 		return size, version, nil
-	}
-	if linked, err := sc.linkAt(next); err != nil || linked || l.readOnly {
-		return size, version, err
 	}
 	if err := l.writeLink(&segment{first: first, version: version, size: size, path: path}, next); err != nil {
 		return 0, 0, fmt.Errorf("wal: open: writing the missing link of %s: %w", name, err)
