@@ -3,6 +3,7 @@ package wal_test
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
 	"testing"
@@ -40,7 +41,7 @@ func TestUnsupportedSegmentVersion(t *testing.T) {
 	img := w.mem.ProcessCrash()
 	seg := segments(t, img)[0]
 	b := fileBytes(t, img, seg)
-	binary.LittleEndian.PutUint32(b[8:12], 4)
+	binary.LittleEndian.PutUint32(b[8:12], wal.RecycledVersion+1)
 	binary.LittleEndian.PutUint64(b[24:32], xxhash.Sum64(b[:24]))
 	setFile(t, img, seg, b)
 	opts := w.opts
@@ -53,8 +54,8 @@ func TestUnsupportedSegmentVersion(t *testing.T) {
 	require.False(t, errors.As(err, &ce))
 	msg := err.Error()
 	assert.Contains(t, msg, seg)
-	assert.Contains(t, msg, "version 4")
-	assert.Contains(t, msg, "reads versions 1 to 3")
+	assert.Contains(t, msg, fmt.Sprintf("version %d", wal.RecycledVersion+1))
+	assert.Contains(t, msg, fmt.Sprintf("reads versions 1 to %d", wal.RecycledVersion))
 }
 
 // shortReadFS makes every read of more than min bytes, while on, return one

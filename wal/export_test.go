@@ -7,3 +7,10 @@ func WithScanWindow(o Options, n int64) Options {
 	o.scanWindow = n
 	return o
 }
+
+// The format versions this build writes: for a zero-filled segment and for
+// a recycled one.
+const (
+	SegmentVersion  = segmentVersion
+	RecycledVersion = recycledVersion
+)

@@ -190,45 +190,146 @@ func (l *Log) bufferedMethod() vfs.SyncMethod {
 	return vfs.Fdatasync
 }
 
-// rollTo finishes the segment receiving writes (synced before the next one
-// is used, as PostgreSQL's XLogWrite does) and installs next.
+// rollTo makes next the segment receiving writes. The segment it finishes
+// is synced and linked to next in the background (sealInBackground): the
+// roll costs the commit path only next's installation (its header synced,
+// its name made durable), not the finished segment's final fdatasync,
+// which must flush everything written since the last sync. The synced LSN
+// still advances in LSN order: a sync of next first settles the finished
+// segment (settleLocked). Until it is settled, frames written to next
+// carry watermarks below next's first LSN, which is what lets recovery
+// tell a roll cut short by a crash (the finished segment's tail torn, its
+// link missing) from damage (recoverRoll). Under a write-through method
+// every write was durable already: the link is written at once.
+//
+// Only one roll's sealing runs at a time: a roll first waits for the one
+// before it (counted in Stats.SealWaits), so recovery never finds more
+// than one unsettled segment.
 func (l *Log) rollTo(next *segment) error {
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
+	if err := l.awaitSeal(true); err != nil {
+		return err
+	}
 	if err := l.poisoned(); err != nil {
 		return err
 	}
 	old := l.writeSeg
-	if !l.method.WriteThrough() { // under O_DSYNC every write was durable already
-		if err := l.syncTimed(old); err != nil {
-			return err
-		}
-		l.synced.Store(l.written.Load())
-		l.notifyTail()
-	}
 	if err := l.installSegment(next); err != nil {
 		return fmt.Errorf("installing segment %s: %w", segmentName(next.first), err)
 	}
-	if err := l.writeLink(old, next.first); err != nil {
-		return fmt.Errorf("linking %s to %s: %w", old.path, segmentName(next.first), err)
+	var sl *seal
+	if !l.method.WriteThrough() {
+		sl = &seal{seg: old, next: next.first, done: make(chan struct{})}
 	}
+	l.rollMu.Lock()
 	l.writeSeg = next
+	if sl != nil {
+		l.seal = sl
+	}
+	l.rollMu.Unlock()
 	l.segsMu.Lock()
 	l.segFirsts = append(l.segFirsts, next.first)
 	l.segSizes = append(l.segSizes, next.size)
 	l.publishSegmentsLocked()
 	l.segsMu.Unlock()
-	if err := old.f.Close(); err != nil {
-		return fmt.Errorf("closing %s: %w", old.path, err) // a close error may report a lost write
-	}
-	old.f = nil
 	l.stats.rolls.Add(1)
 	name := segmentName(next.first)
 	l.opts.Logger.Info("wal: rolled segment", "segment", name)
 	if o := l.opts.Observer; o != nil {
 		o.ObserveRoll(RollEvent{Segment: name, FirstLSN: next.first})
 	}
+	if sl != nil {
+		go l.sealInBackground(sl)
+		return nil
+	}
+	// Under O_DSYNC every frame of old is durable: link it now.
+	if err := l.writeLink(old, next.first); err != nil {
+		return fmt.Errorf("linking %s to %s: %w", old.path, name, err)
+	}
+	if err := old.f.Close(); err != nil {
+		return fmt.Errorf("closing %s: %w", old.path, err) // a close error may report a lost write
+	}
+	old.f = nil
 	return nil
+}
+
+// A seal is what a roll leaves to do for the segment it finished: its final
+// sync, which makes every LSN below next durable (settled), and then its
+// link frame naming the successor, after which the segment is closed.
+type seal struct {
+	seg     *segment
+	next    LSN           // the successor's first LSN
+	settled bool          // seg's frames are durable; guarded by syncMu
+	done    chan struct{} // closed once the link is durable and seg closed, or the seal failed
+	err     error         // why it failed; set before done is closed
+}
+
+// sealInBackground settles sl's segment (unless a sync of its successor
+// already did), writes its link frame and closes it. A failure poisons the
+// log and fails the commits waiting, as a failed background sync does.
+func (l *Log) sealInBackground(sl *seal) {
+	l.syncMu.Lock()
+	err := l.settleLocked(sl)
+	written, synced := l.written.Load()+l.qbase, l.synced.Load()+l.qbase // a consistent pair under syncMu
+	l.syncMu.Unlock()
+	if err == nil {
+		l.q.Advance(written, synced)
+		if err = l.writeLink(sl.seg, sl.next); err != nil {
+			err = fmt.Errorf("linking %s to %s: %w", sl.seg.path, segmentName(sl.next), err)
+		}
+	}
+	// Settled, nothing syncs sl.seg.f again (settleLocked reads it only
+	// while unsettled, under syncMu).
+	if cerr := sl.seg.f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("closing %s: %w", sl.seg.path, cerr) // a close error may report a lost write
+	}
+	if err != nil {
+		l.poison(err)
+		l.q.Fail(fmt.Errorf("%w: %w: %w", ErrDurabilityUnknown, ErrPoisoned, err))
+	}
+	sl.err = err
+	close(sl.done)
+}
+
+// settleLocked makes the frames of sl's segment durable, if no sync did
+// yet, and advances the synced LSN to the successor's first LSN: every
+// segment before it was settled before this roll began. l.syncMu is held.
+func (l *Log) settleLocked(sl *seal) error {
+	if sl.settled {
+		return nil
+	}
+	if err := l.poisoned(); err != nil {
+		return err // never sync again after a failed sync or write (fsyncgate)
+	}
+	if err := l.syncTimed(sl.seg); err != nil {
+		return err
+	}
+	sl.settled = true
+	if l.synced.Load() < uint64(sl.next) {
+		l.synced.Store(uint64(sl.next))
+		l.notifyTail()
+	}
+	return nil
+}
+
+// awaitSeal waits until the last roll's sealing is done and returns its
+// error (nil if there is none). counted says the wait is a roll's, counted
+// in Stats.SealWaits if it had to wait.
+func (l *Log) awaitSeal(counted bool) error {
+	l.rollMu.Lock()
+	sl := l.seal
+	l.rollMu.Unlock()
+	if sl == nil {
+		return nil
+	}
+	select {
+	case <-sl.done:
+	default:
+		if counted {
+			l.stats.sealWaits.Add(1)
+		}
+		<-sl.done
+	}
+	return sl.err
 }
 
 // syncWritten syncs everything written so far and advances the synced LSN.
@@ -240,6 +341,8 @@ func (l *Log) syncWritten() error {
 }
 
 // syncWrittenSynced is syncWritten; synced reports whether it issued a sync.
+// A segment a roll finished and its sealing has not yet synced is synced
+// first (settleLocked), so the synced LSN only advances in order.
 func (l *Log) syncWrittenSynced() (synced bool, err error) {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
@@ -249,12 +352,24 @@ func (l *Log) syncWrittenSynced() (synced bool, err error) {
 	if l.method.WriteThrough() {
 		return false, nil
 	}
+	l.rollMu.Lock() // the segment written and what it holds, as one
+	seg, sl := l.writeSeg, l.seal
 	target := l.written.Load()
+	l.rollMu.Unlock()
 	if target <= l.synced.Load() {
 		return false, nil
 	}
-	if err := l.syncTimed(l.writeSeg); err != nil {
-		return false, err
+	if sl != nil && !sl.settled {
+		if err := l.settleLocked(sl); err != nil {
+			return false, err
+		}
+		synced = true
+		if target <= l.synced.Load() {
+			return true, nil
+		}
+	}
+	if err := l.syncTimed(seg); err != nil {
+		return synced, err
 	}
 	l.synced.Store(target)
 	l.notifyTail()

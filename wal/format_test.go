@@ -48,19 +48,7 @@ func TestFormatV1(t *testing.T) {
 // byte. The files in testdata/format-v2 are written once, with
 // -update-format, and never edited.
 func TestFormatV2(t *testing.T) {
-	src := filepath.Join("testdata", "format-v2")
-	if *updateFormat {
-		require.NoError(t, os.RemoveAll(src))
-		l, err := wal.Open(src, wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncNever()})
-		require.NoError(t, err)
-		for _, rec := range formatV1Records() {
-			_, err := l.Append(rec)
-			require.NoError(t, err)
-		}
-		require.NoError(t, l.Close())
-		require.NoError(t, os.Remove(filepath.Join(src, "LOCK")))
-	}
-	dir := copyFixture(t, src)
+	dir := copyFixture(t, filepath.Join("testdata", "format-v2"))
 	l, err := wal.Open(dir, wal.Options{})
 	require.NoError(t, err)
 	require.True(t, l.Recovered().Clean, "a clean Close of version 2 leaves an end frame")
@@ -104,48 +92,58 @@ func checkFixture(t *testing.T, l *wal.Log) {
 	require.Equal(t, append(recs, []byte("appended by this build")), got)
 }
 
-// formatV3Record is the i-th record of the format-v3 fixture.
-func formatV3Record(i int) []byte {
-	return []byte(fmt.Sprintf("format-v3 record %04d %s", i, strings.Repeat("r", 150+i%90)))
+// checkpointRecord is the i-th record of the format-v3 and format-v4
+// fixtures, which differ by their tag.
+func checkpointRecord(tag string, i int) []byte {
+	return []byte(fmt.Sprintf("%s record %04d %s", tag, i, strings.Repeat("r", 150+i%90)))
 }
 
-// TestFormatV3: the fixture is a log checkpointed by RemoveBefore after
-// every roll, whose segments reuse recycled files (format version 3: stale
-// frames of earlier LSNs after the frames). It opens clean, with nothing
-// torn or quarantined, and its records are the generator's last ones.
-func TestFormatV3(t *testing.T) {
-	const n = 400
-	src := filepath.Join("testdata", "format-v3")
-	if *updateFormat {
-		require.NoError(t, os.RemoveAll(src))
-		l, err := wal.Open(src, wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncNever()})
+// checkpointRecords is how many records the checkpointed fixtures' writer
+// appended.
+const checkpointRecords = 400
+
+// writeCheckpointFixture writes, into src, a log checkpointed by
+// RemoveBefore after every roll, whose segments reuse recycled files; the
+// last records are appended without checkpoints, so the pool of kept files
+// runs dry and the last segments are zero-filled ones.
+func writeCheckpointFixture(t *testing.T, src, tag string) {
+	require.NoError(t, os.RemoveAll(src))
+	l, err := wal.Open(src, wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncNever()})
+	require.NoError(t, err)
+	var lsns []wal.LSN
+	rolls := uint64(0)
+	for i := range checkpointRecords {
+		lsn, err := l.Append(checkpointRecord(tag, i))
 		require.NoError(t, err)
-		var lsns []wal.LSN
-		rolls := uint64(0)
-		for i := range n {
-			lsn, err := l.Append(formatV3Record(i))
+		lsns = append(lsns, lsn)
+		if r := l.Stats().Rolls; r != rolls && i > 12 && i < checkpointRecords-80 {
+			rolls = r
+			_, err := l.RemoveBefore(lsns[i-12])
 			require.NoError(t, err)
-			lsns = append(lsns, lsn)
-			if r := l.Stats().Rolls; r != rolls && i > 12 {
-				rolls = r
-				_, err := l.RemoveBefore(lsns[i-12])
-				require.NoError(t, err)
-			}
 		}
-		require.Positive(t, l.Stats().Prepare.Recycled)
-		require.NoError(t, l.Close())
-		require.NoError(t, os.Remove(filepath.Join(src, "LOCK")))
 	}
+	require.Positive(t, l.Stats().Prepare.Recycled)
+	require.NoError(t, l.Close())
+	require.NoError(t, os.Remove(filepath.Join(src, "LOCK")))
+}
+
+// checkCheckpointFixture opens a copy of the checkpointed fixture src,
+// whose segments must include every format version in versions: it opens
+// clean, with nothing torn or quarantined, its records are the writer's
+// last ones, and it takes an append and reopens with every frame verified.
+func checkCheckpointFixture(t *testing.T, src, tag string, versions ...uint32) {
 	dir := copyFixture(t, src)
-	recycled := 0
+	found := map[uint32]bool{}
 	ents, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	for _, e := range ents {
-		if b, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil && strings.HasSuffix(e.Name(), ".wal") && binary.LittleEndian.Uint32(b[8:12]) == 3 {
-			recycled++
+		if b, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil && strings.HasSuffix(e.Name(), ".wal") {
+			found[binary.LittleEndian.Uint32(b[8:12])] = true
 		}
 	}
-	require.Positive(t, recycled, "the fixture holds recycled segments")
+	for _, v := range versions {
+		require.True(t, found[v], "the fixture holds segments of version %d", v)
+	}
 	l, err := wal.Open(dir, wal.Options{})
 	require.NoError(t, err)
 	info := l.Recovered()
@@ -155,7 +153,7 @@ func TestFormatV3(t *testing.T) {
 	_, got := readAll(t, l, info.FirstLSN)
 	require.GreaterOrEqual(t, len(got), 12)
 	for i, rec := range got {
-		require.Equal(t, formatV3Record(n-len(got)+i), rec, "record %d of %d", i, len(got))
+		require.Equal(t, checkpointRecord(tag, checkpointRecords-len(got)+i), rec, "record %d of %d", i, len(got))
 	}
 	_, err = l.Append([]byte("appended by this build"))
 	require.NoError(t, err)
@@ -165,4 +163,24 @@ func TestFormatV3(t *testing.T) {
 	_, got2 := readAll(t, l, info.FirstLSN)
 	require.Equal(t, append(got, []byte("appended by this build")), got2)
 	require.NoError(t, l.Close())
+}
+
+// TestFormatV3: the fixture is a log checkpointed by RemoveBefore after
+// every roll, whose segments reuse recycled files (format version 3: stale
+// frames of earlier LSNs after the frames). It opens clean, with nothing
+// torn or quarantined, and its records are the generator's last ones.
+func TestFormatV3(t *testing.T) {
+	checkCheckpointFixture(t, filepath.Join("testdata", "format-v3"), "format-v3", 3)
+}
+
+// TestFormatV4: the same workload written by a build that seals a roll's
+// finished segment in the background: zero-filled segments of version 4
+// and recycled ones of version 5. The files in testdata/format-v4 are
+// written once, with -update-format, and never edited.
+func TestFormatV4(t *testing.T) {
+	src := filepath.Join("testdata", "format-v4")
+	if *updateFormat {
+		writeCheckpointFixture(t, src, "format-v4")
+	}
+	checkCheckpointFixture(t, src, "format-v4", 4, 5)
 }

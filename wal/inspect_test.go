@@ -85,7 +85,7 @@ func TestInspectLinks(t *testing.T) {
 	records := 0
 	for i, si := range segs {
 		require.NoError(t, si.HeaderErr)
-		require.Equal(t, uint32(2), si.Version)
+		require.EqualValues(t, wal.SegmentVersion, si.Version)
 		require.Equal(t, si.Size, si.CreatedSize)
 		records += si.Records
 		last := frames[i][len(frames[i])-1]

@@ -392,6 +392,16 @@ func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 	first := l.segFirsts[k]
 	l.segsMu.Unlock()
 	if k > 0 {
+		// A segment whose roll is still sealing it (syncing, then writing
+		// its link by name) is removed only once that is done.
+		l.rollMu.Lock()
+		sl := l.seal
+		l.rollMu.Unlock()
+		if sl != nil && sl.seg.first < first {
+			<-sl.done
+		}
+	}
+	if k > 0 {
 		if err := l.writeFirstLSN(first); err != nil {
 			return doomed[0], fmt.Errorf("wal: recording the new first LSN %d: %w", first, err)
 		}

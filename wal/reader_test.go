@@ -234,13 +234,13 @@ func TestFrameEndsAtSegmentEnd(t *testing.T) {
 		segs := segments(t, mem)
 		require.Len(t, segs, 2, "split %v", split)
 		require.Equal(t, full, segFirst(t, segs[1]), "the new segment is named by the next frame's LSN")
+		require.NoError(t, l.Close()) // waits for the roll's sealing, which writes the link
 		if full == wal.LSN(capacity) {
 			b := fileBytes(t, mem, segs[0])
 			at := segSize - endFrame
 			require.NotZero(t, b[at-1]|b[at-2]|b[at-3], "the record frame runs to the room kept for the link frame")
 			require.Equal(t, []byte{2, 0, 0, 0}, b[at+12:at+16], "a link frame (flags 2) fills the last bytes")
 		}
-		require.NoError(t, l.Close())
 		for _, img := range []vfs.FS{mem, mem.PowerLoss(vfs.DropAll())} {
 			_, got, info := replay(t, img, opts)
 			require.Equal(t, recs, got)

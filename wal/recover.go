@@ -56,6 +56,14 @@ type RecoveryInfo struct {
 	// Duration is how long Open took to recover the log: from taking the
 	// directory lock to the log being ready for appends.
 	Duration time.Duration
+	// DroppedSegment names the last segment file if Open removed it: a
+	// crash came inside the roll into it, before the segment the roll
+	// finished was synced, and that segment's tail was torn. Every frame
+	// of the dropped segment was written after the hole and none was
+	// acknowledged as durable (a commit's sync syncs the finished segment
+	// first); its frames are copied to a quarantine file first. "" if
+	// none. From OpenReadOnly: the segment Open would remove, left in place.
+	DroppedSegment string
 	// Quarantined lists the files in the log directory that hold the bytes
 	// of torn tails Open removed, this time or at an earlier Open, oldest
 	// first. Nothing in them is a record of the log: they are kept for
@@ -170,6 +178,10 @@ func (l *Log) recover() error {
 	if err := l.checkSegmentHeaders(firsts); err != nil {
 		return err
 	}
+	var rollUnvouched int64
+	if firsts, rollUnvouched, err = l.recoverRoll(firsts); err != nil {
+		return err
+	}
 	var oldestVersion uint32
 	sizes := make([]int64, 0, len(firsts))
 	for i, first := range firsts {
@@ -237,7 +249,7 @@ func (l *Log) recover() error {
 		if err != nil {
 			return err
 		}
-		l.info.Unvouched = int64(end - proven)
+		l.info.Unvouched = int64(end-proven) + rollUnvouched
 		s := &segment{first: first, version: version, size: size, limit: size, path: path}
 		l.writeSeg, l.appendSeg, l.next = s, s, end
 		if l.readOnly {
@@ -485,6 +497,153 @@ func (l *Log) reusable(path string, start LSN) bool {
 	return ok && first < start
 }
 
+// recoverRoll applies the recovery rule to a crash inside a roll that
+// seals in the background (rollTo): the last segment S is of a format
+// version that may take frames before its predecessor P is synced
+// (earlyUse), and P has no link frame, which its sealing writes only once P
+// is durable. P's frames are scanned as a last segment's would be
+// (recoverTail):
+//
+//   - If they run to S's first LSN, P is whole; Open makes it durable
+//     (checkSealedSegment writes the link) after rewriting the frames no
+//     watermark in P or S vouches for (they may be only in the page cache,
+//     after a failed sync), counted in unvouched.
+//   - If they stop at x before it, P's tail was never synced, unless some
+//     frame vouches for x: a frame of P after x (recoverTail) or of S with
+//     a watermark above x is ErrCorrupt. Otherwise the log ends at x: every
+//     frame of S was written after the hole and none was acknowledged as
+//     durable (a sync of S settles P first). Open quarantines S's frames,
+//     removes S and syncs the directory before P's tail is cut as the last
+//     segment's; RecoveryInfo.DroppedSegment names it. A read-only Log
+//     leaves S on the disk and out of the log.
+//
+// Any other state is left to the checks that follow (a missing link with
+// damage in P is then ErrCorrupt, as before background sealing).
+func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error) {
+	n := len(firsts)
+	if n < 2 {
+		return firsts, 0, nil
+	}
+	pFirst, sFirst := firsts[n-2], firsts[n-1]
+	pName, sName := segmentName(pFirst), segmentName(sFirst)
+	pPath, sPath := filepath.Join(l.dir, pName), filepath.Join(l.dir, sName)
+	open := func(path, name string, first LSN) (vfs.File, *frameScanner, uint32, bool, error) {
+		f, err := l.fs.Open(path)
+		if err != nil {
+			return nil, nil, 0, false, fmt.Errorf("wal: open: %w", err)
+		}
+		size, err := f.Size()
+		if err != nil {
+			f.Close()
+			return nil, nil, 0, false, fmt.Errorf("wal: open: %s: %w", path, err)
+		}
+		sc := l.scanFile(f, name, first, size)
+		if checkSegment(sc) != nil { // reported by the checks that follow
+			l.info.BytesRead += sc.read
+			f.Close()
+			return nil, nil, 0, false, nil
+		}
+		return f, sc, binary.LittleEndian.Uint32(sc.bytesAt(0)[8:12]), true, nil
+	}
+	sf, ssc, sVersion, ok, err := open(sPath, sName, sFirst)
+	if err != nil || !ok {
+		return firsts, 0, err
+	}
+	defer func() {
+		if sf != nil {
+			l.info.BytesRead += ssc.read
+			sf.Close()
+		}
+	}()
+	if !earlyUse(sVersion) {
+		return firsts, 0, nil
+	}
+	pf, psc, pVersion, ok, err := open(pPath, pName, pFirst)
+	if err != nil || !ok {
+		return firsts, 0, err
+	}
+	defer func() {
+		l.info.BytesRead += psc.read
+		pf.Close()
+	}()
+	if pVersion >= 2 {
+		linked, err := psc.linkAt(sFirst)
+		if err != nil || linked {
+			return firsts, 0, err
+		}
+	}
+	clean, torn := l.info.Clean, l.info.TornBytes
+	x, proven, err := l.recoverTail(psc, pVersion)
+	l.info.Clean, l.info.TornBytes = clean, torn
+	if err != nil || x > sFirst {
+		return firsts, 0, err // x > sFirst: a frame across S's first LSN, reported by checkSealed
+	}
+	sEnd, sMark, err := leadingFrames(ssc)
+	if err != nil {
+		return firsts, 0, err
+	}
+	if x == sFirst {
+		from := max(proven, min(sMark, sFirst))
+		if from >= sFirst {
+			return firsts, 0, nil
+		}
+		if !l.readOnly {
+			p := &segment{first: pFirst, version: pVersion, size: psc.s.size, path: pPath}
+			if err := l.rewrite(p, psc, from, sFirst); err != nil {
+				return firsts, 0, fmt.Errorf("wal: open: rewriting the unvouched frames of %s: %w", pName, err)
+			}
+		}
+		return firsts, int64(sFirst - from), nil
+	}
+	at, wm, _, _, err := scanTail(ssc, segmentHeaderSize, x, x+1)
+	if err != nil {
+		return firsts, 0, err
+	}
+	if wm > x {
+		return firsts, 0, &CorruptionError{Segment: pName, Offset: psc.s.offset(x),
+			Reason: fmt.Sprintf("frames end at LSN %d, before the next segment's first LSN %d, but the frame at LSN %d of %s records the log as synced up to LSN %d", x, sFirst, at, sName, wm)}
+	}
+	// The roll into S never finished: S goes, and P is the last segment.
+	l.info.DroppedSegment = sName
+	if l.readOnly {
+		return firsts[:n-1], 0, nil
+	}
+	l.opts.Logger.Warn("wal: the last roll did not finish before the crash: removing its new segment",
+		"segment", sName, "end_lsn", x, "frames_bytes", int64(sEnd-sFirst))
+	if sEnd > sFirst {
+		if err := l.quarantine(sFirst, ssc, segmentHeaderSize, int64(sEnd-sFirst)); err != nil {
+			return firsts, 0, fmt.Errorf("wal: open: quarantining the frames of %s: %w", sName, err)
+		}
+	}
+	l.info.BytesRead += ssc.read
+	sf.Close()
+	sf = nil
+	if err := l.fs.Remove(sPath); err != nil {
+		return firsts, 0, fmt.Errorf("wal: open: removing %s: %w", sName, err)
+	}
+	if err := l.syncDir(); err != nil {
+		return firsts, 0, fmt.Errorf("wal: open: %w", err)
+	}
+	return firsts[:n-1], 0, nil
+}
+
+// leadingFrames follows the valid frames of sc from its first LSN and
+// returns the LSN where they stop and the highest watermark among them.
+func leadingFrames(sc *frameScanner) (end, mark LSN, err error) {
+	lsn := sc.s.first
+	for {
+		_, wm, size, flags, st, err := sc.frame(lsn, true)
+		if err != nil {
+			return 0, 0, err
+		}
+		if st != frameValid || flags != 0 { // an end or link frame ends them too
+			return lsn, mark, nil
+		}
+		mark = max(mark, wm)
+		lsn += LSN(size)
+	}
+}
+
 // checkSealedSegment checks the non-last segment at path, whose successor
 // starts at LSN next, and returns its size in bytes and its format version.
 // A version-2 segment of the size it was created with, whose link frame
@@ -643,7 +802,7 @@ func (l *Log) recoverTail(sc *frameScanner, version uint32) (x, proven LSN, err 
 	// before the roll's sync of the predecessor carry lower ones. Without
 	// a valid first frame there is no such bound, and only the checksums
 	// at each position tell this use's frames from stale ones.
-	recycled := version >= recycledVersion
+	recycled := staleTail(version)
 	if l.info.Clean {
 		// The log ends with a clean Close's end frame and nothing after
 		// it: every byte before it is verified. The end is the end

@@ -50,7 +50,7 @@ func TestRecycledSegmentLostFirstFrame(t *testing.T) {
 	last := segs[len(segs)-1]
 	first := segFirst(t, last)
 	require.Equal(t, first, bl[0])
-	require.EqualValues(t, 3, binary.LittleEndian.Uint32(fileBytes(t, mem, last)[8:12]), "the new segment reuses a file")
+	require.EqualValues(t, wal.RecycledVersion, binary.LittleEndian.Uint32(fileBytes(t, mem, last)[8:12]), "the new segment reuses a file")
 
 	// Power losses that lose the first frame and keep the second.
 	found := 0

@@ -508,8 +508,9 @@ func TestOversizedSegmentRejectedBeforeRead(t *testing.T) {
 // returns nil without its records.
 //
 // Sequence: 4 KiB segments, SyncEveryCommit; process crash just as the first
-// roll opens the finished segment to write the link; Open (nil); append ten
-// records (into the new segment), Close; the last segment vanishes.
+// roll's sealing opens the finished segment to write the link; Open (nil);
+// append three records (into the new segment, which holds the few appended
+// while the sealing ran), Close; the last segment vanishes.
 // Expected: ErrCorrupt naming it. Happens: Open nil, the ten acknowledged
 // records are gone and their LSNs are handed out again.
 func TestMissingLinkRepairedAtOpen(t *testing.T) {
@@ -523,7 +524,9 @@ func TestMissingLinkRepairedAtOpen(t *testing.T) {
 	})
 	opts := wal.Options{SegmentSize: 4 << 10}
 	l := openLog(t, vfs.Inject(mem, inj), opts)
-	for i := 0; crashed.Load() == nil; i++ {
+	// Stop at the first roll: its sealing runs in the background (Close
+	// waits for it), and the new segment keeps room for what follows.
+	for i := 0; l.Stats().Rolls == 0; i++ {
 		_, err := l.Append(record(0, i, 300))
 		require.NoError(t, err)
 		require.Less(t, i, 50)
@@ -531,12 +534,13 @@ func TestMissingLinkRepairedAtOpen(t *testing.T) {
 	require.NoError(t, l.Close())
 
 	img := crashed.Load()
+	require.NotNil(t, img, "the roll's sealing opened the finished segment")
 	l = openLog(t, img, opts)
 	require.Len(t, segments(t, img), 2)
 	// No link to trust the sealed segment by: Open checked its frames.
 	require.Equal(t, 1, l.Recovered().VerifiedSegments)
 	require.Zero(t, l.Recovered().TrustedSegments)
-	appendN(t, l, 1, 10, 100)
+	appendN(t, l, 1, 3, 100)
 	end := l.AppendedLSN()
 	require.NoError(t, l.Close())
 	segs := segments(t, img)

@@ -19,7 +19,7 @@ import (
 // Segment header layout (little endian), normative, documented in doc.go:
 //
 //	[0:8)   magic      "durawal\x00"
-//	[8:12)  version    2, or 3 for a recycled segment (1: written before end frames existed; still read)
+//	[8:12)  version    4, or 5 for a recycled segment (1 to 3: written by older builds; still read)
 //	[12:16) size/8     the file's size in bytes when created, divided by 8
 //	[16:24) first LSN  the LSN of the segment's first frame (also its name)
 //	[24:32) checksum   xxhash64 of bytes [0:24)
@@ -28,16 +28,34 @@ import (
 // not zeros but what an earlier use of the file left, frames of LSNs below
 // the log's start that no checksum seeded with a current LSN accepts.
 // Recovery treats them as stale, not torn (recoverTail).
+//
+// Versions 4 and 5 are versions 2 and 3 written by a roll that seals the
+// segment it finished in the background: frames may have been written to a
+// version 4 or 5 segment before its predecessor was synced, so a crash can
+// leave the predecessor's tail torn and its link missing while this segment
+// holds frames. Recovery then ends the log in the predecessor unless a frame
+// vouches for what was lost (recoverRoll). Builds that read only versions
+// up to 3 refuse such a log (ErrUnsupportedVersion) rather than report that
+// state as damage.
 const (
 	segmentHeaderSize = 32
-	segmentVersion    = 2 // written by this build for a zero-filled segment
-	recycledVersion   = 3 // written by this build for a recycled segment
+	segmentVersion    = 4 // written by this build for a zero-filled segment
+	recycledVersion   = 5 // written by this build for a recycled segment
 	minSegmentVersion = 1 // the oldest this build reads
 	maxSegmentVersion = recycledVersion
 	segmentSuffix     = ".wal"
 	tmpSuffix         = ".wal.tmp"
 	lockName          = "LOCK"
 )
+
+// staleTail reports whether a segment of format version v is a recycled
+// file, whose bytes after the frames may be stale frames rather than zeros.
+func staleTail(v uint32) bool { return v == 3 || v == 5 }
+
+// earlyUse reports whether a segment of format version v may have received
+// frames before its predecessor was synced (a roll sealing in the
+// background).
+func earlyUse(v uint32) bool { return v >= 4 }
 
 var segmentMagic = [8]byte{'d', 'u', 'r', 'a', 'w', 'a', 'l', 0}
 

@@ -17,7 +17,7 @@ type counters struct {
 	paddingBytes                                  atomic.Uint64
 	fullBlockWrites, partialBlockWrites           atomic.Uint64
 	fsyncs, dirSyncs, fsyncErrors                 atomic.Uint64
-	backgroundSyncs, rolls                        atomic.Uint64
+	backgroundSyncs, rolls, sealWaits             atomic.Uint64
 	bufferFullWaits, segmentCreateStalls          atomic.Uint64
 	postponedWrites, delayedWrites                atomic.Uint64
 	fsyncTime, fsyncMax, writeTime, fsyncsPending atomic.Int64
@@ -123,6 +123,10 @@ type Stats struct {
 	BackgroundSyncs uint64
 	// Rolls counts segment rolls.
 	Rolls uint64
+	// SealWaits counts rolls that waited for the previous roll's segment
+	// to be sealed (synced and linked in the background) before they could
+	// start: a log that fills a segment faster than one fdatasync of it.
+	SealWaits uint64
 	// BufferFullWaits counts appends that had to write the log buffer
 	// before copying their record (Innodb_log_waits, wal_buffers_full).
 	BufferFullWaits uint64
@@ -247,6 +251,7 @@ func (l *Log) Stats() Stats {
 		WriteTimeTotal:      time.Duration(c.writeTime.Load()),
 		BackgroundSyncs:     c.backgroundSyncs.Load(),
 		Rolls:               c.rolls.Load(),
+		SealWaits:           c.sealWaits.Load(),
 		BufferFullWaits:     c.bufferFullWaits.Load(),
 		SegmentCreateStalls: c.segmentCreateStalls.Load(),
 		Prepare: PrepareStats{

@@ -72,6 +72,13 @@ func (l *Log) TruncateAfter(lsn LSN) error {
 		}
 		l.rmu.Lock()
 		l.flushMu.Lock()
+		// No roll can start while flushMu is held: let the last one's
+		// sealing finish writing its link, which the cut may zero.
+		if err := l.awaitSeal(false); err != nil {
+			l.flushMu.Unlock()
+			l.rmu.Unlock()
+			return fmt.Errorf("%w: %w", ErrPoisoned, err)
+		}
 		l.mu.Lock()
 		if err := l.usableLocked(); err != nil {
 			l.mu.Unlock()
@@ -181,7 +188,10 @@ func (l *Log) cutLocked(lsn LSN) error {
 			old.f.Close() // removed: nothing in it is needed any more
 			old.f = nil
 		}
-		l.writeSeg, l.appendSeg = s, s
+		l.rollMu.Lock()
+		l.writeSeg = s
+		l.rollMu.Unlock()
+		l.appendSeg = s
 	}
 	ws := l.writeSeg
 	ws.limit = ws.size

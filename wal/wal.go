@@ -53,8 +53,10 @@ type Log struct {
 	spareBuf        *logBuffer
 	groupsSinceSync atomic.Int64
 
-	syncMu   sync.Mutex // serialises syncs and segment rolls; guards writeSeg
+	syncMu   sync.Mutex // serialises every sync of a segment file (no two ever run on one file at once)
+	rollMu   sync.Mutex // guards writeSeg and seal: changed under flushMu and rollMu, read under either
 	writeSeg *segment   // segment that receives the write at the written LSN
+	seal     *seal      // the last roll's sealing of the segment it finished (nil before the first roll)
 	dio      dioState   // direct-I/O state of writeSeg (owned like writeSeg)
 
 	segsMu    sync.Mutex // guards segFirsts and segSizes; held only to read or change the list
@@ -728,6 +730,11 @@ func (l *Log) Close() error {
 	}
 	l.q.Fail(ErrClosed)
 	l.wg.Wait() // the flusher and any preparer have stopped
+	// The last roll's sealing (settled by the final flush's sync, unless
+	// poisoned) finishes writing its link: nothing writes after Close.
+	if serr := l.awaitSeal(false); err == nil && serr != nil {
+		err = serr
+	}
 	// A RemoveBefore that passed its closed check finishes its removals
 	// before the directory lock is released: another Log may open the
 	// directory as soon as it is.

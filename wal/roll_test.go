@@ -1,0 +1,244 @@
+package wal_test
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/durawal/durawal/policy"
+	"github.com/durawal/durawal/wal"
+	"github.com/durawal/durawal/wal/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// heldSyncs is an injector that, while held, stops every sync of the file
+// first created under a name with prefix until release is closed: the
+// first segment of a new log is prepared as "prepare-1.wal.tmp", and its
+// handle keeps that name after the rename.
+type heldSyncs struct {
+	prefix  string
+	name    atomic.Pointer[string]
+	hold    atomic.Bool
+	blocked chan struct{} // one value each time a sync is stopped
+	release chan struct{}
+}
+
+func newHeldSyncs(prefix string) *heldSyncs {
+	return &heldSyncs{prefix: prefix, blocked: make(chan struct{}, 64), release: make(chan struct{})}
+}
+
+func (h *heldSyncs) Before(op vfs.Op) error {
+	if op.Kind == vfs.OpCreate && h.name.Load() == nil && strings.HasPrefix(filepath.Base(op.Path), h.prefix) {
+		p := op.Path
+		h.name.Store(&p)
+	}
+	if op.Kind == vfs.OpSync && h.hold.Load() {
+		if p := h.name.Load(); p != nil && *p == op.Path {
+			h.blocked <- struct{}{}
+			<-h.release
+		}
+	}
+	return nil
+}
+
+// within runs f in a goroutine and fails the test if it has not returned
+// after d: for calls that must not wait for a sync the test holds.
+func within(t *testing.T, d time.Duration, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s waited for the finished segment's sync", what)
+	}
+}
+
+// TestRollSealsInBackground: a roll does not wait for the segment it
+// finished to be synced (innodb_flush_log_at_trx_commit=2, one committer:
+// before, every roll's fdatasync of the finished segment ran on the commit
+// path). While that sync is held: appends into the new segment return, the
+// synced LSN stays below the new segment, a Sync does not return, and
+// RemoveBefore of the finished segment waits. Crash images taken then
+// recover as the recovery rule says: the finished segment's frames lost
+// with the new segment's (DropAll), the finished segment torn while the
+// new one's frames survived (the roll is undone: the new segment is
+// quarantined and removed), or both whole (the missing link is written).
+// Once the seal is done and the log synced past it, the same torn image is
+// damage: ErrCorrupt.
+func TestRollSealsInBackground(t *testing.T) {
+	mem := vfs.NewMem()
+	h := newHeldSyncs("prepare-")
+	opts := wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncInterval(time.Hour)}
+	l := openLog(t, vfs.Inject(mem, vfs.InjectorFunc(h.Before)), opts)
+	h.hold.Store(true)
+	var recs [][]byte
+	var lsns []wal.LSN
+	add := func(size int) {
+		rec := record(0, len(recs), size)
+		lsn, err := l.Append(rec)
+		require.NoError(t, err)
+		recs, lsns = append(recs, rec), append(lsns, lsn)
+	}
+	within(t, time.Minute, "an append into the new segment", func() {
+		for l.Stats().Rolls == 0 {
+			add(300)
+		}
+		for range 4 {
+			add(200)
+		}
+	})
+	<-h.blocked // the roll's sealing is inside the finished segment's sync
+	segs := segments(t, mem)
+	require.Len(t, segs, 2)
+	sFirst := segFirst(t, segs[1])
+	inP := 0
+	for inP < len(lsns) && lsns[inP] < sFirst {
+		inP++
+	}
+	require.Equal(t, len(recs)-5, inP, "the roll came with the record that did not fit")
+	require.Less(t, l.SyncedLSN(), sFirst, "nothing claims the finished segment durable")
+
+	synced := make(chan error, 1)
+	go func() { synced <- l.Sync() }()
+	removed := make(chan error, 1)
+	go func() { _, err := l.RemoveBefore(sFirst); removed <- err }()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case err := <-synced:
+		t.Fatalf("Sync returned %v while the finished segment's sync was held", err)
+	case err := <-removed:
+		t.Fatalf("RemoveBefore returned %v while the roll was still sealing the segment it removes", err)
+	default:
+	}
+
+	// Crash images while the finished segment is not synced.
+	opts.FS = nil
+	t.Run("DropAll", func(t *testing.T) {
+		img := mem.PowerLoss(vfs.DropAll())
+		_, got, info := replay(t, img, opts)
+		require.Empty(t, got, "no record was ever synced")
+		require.Equal(t, segs[1], info.DroppedSegment)
+		require.Equal(t, segs[:1], segments(t, img))
+	})
+	t.Run("FinishedSegmentTorn", func(t *testing.T) {
+		img := mem.PowerLoss(vfs.KeepAll())
+		b := fileBytes(t, img, segs[0])
+		cut := 32 + int(lsns[2]) // the third record's frame and all after it never reached the disk
+		clear(b[cut:])
+		setFile(t, img, segs[0], b)
+		gotLSNs, got, info := replay(t, img, opts)
+		require.Equal(t, recs[:2], got)
+		require.Equal(t, lsns[:2], gotLSNs)
+		require.Equal(t, segs[1], info.DroppedSegment)
+		require.Equal(t, segs[:1], segments(t, img), "the new segment is removed")
+		require.Len(t, info.Quarantined, 1)
+		q := info.Quarantined[0]
+		require.Equal(t, sFirst, q.FromLSN, "the new segment's frames are kept for inspection")
+		require.EqualValues(t, l.AppendedLSN()-sFirst, q.Bytes)
+		// The recovered log takes appends, and rolls again.
+		o := opts
+		o.FS = img
+		l2, err := wal.Open(logDir, o)
+		require.NoError(t, err)
+		for range 20 {
+			_, err := l2.Append(record(1, 0, 300))
+			require.NoError(t, err)
+		}
+		require.NoError(t, l2.Close())
+		_, got2, _ := replay(t, img, opts)
+		require.Len(t, got2, 22)
+	})
+	t.Run("BothWhole", func(t *testing.T) {
+		img := mem.PowerLoss(vfs.KeepAll())
+		gotLSNs, got, info := replay(t, img, opts)
+		require.Equal(t, recs, got)
+		require.Equal(t, lsns, gotLSNs)
+		require.Empty(t, info.DroppedSegment)
+		require.Equal(t, 1, info.VerifiedSegments, "no link yet: checked frame by frame")
+		require.Positive(t, info.Unvouched, "no watermark vouches for the finished segment's frames: rewritten")
+		_, _, info = replay(t, img, opts)
+		require.Equal(t, 1, info.TrustedSegments, "Open wrote the link")
+	})
+
+	close(h.release)
+	require.NoError(t, <-synced)
+	require.NoError(t, <-removed)
+	require.Equal(t, l.AppendedLSN(), l.SyncedLSN())
+	require.Equal(t, segs[1:], segments(t, mem), "RemoveBefore removed the finished segment once sealed")
+
+	// Once the finished segment was synced, frames of the new one vouch
+	// for it: losing its tail is damage, not a roll to undo.
+	t.Run("DamageAfterSeal", func(t *testing.T) {
+		mem2 := vfs.NewMem()
+		o := opts
+		o.FS = mem2
+		l2, err := wal.Open(logDir, o)
+		require.NoError(t, err)
+		var lsns2 []wal.LSN
+		for l2.Stats().Rolls == 0 {
+			lsn, err := l2.Append(record(2, len(lsns2), 300))
+			require.NoError(t, err)
+			lsns2 = append(lsns2, lsn)
+		}
+		require.NoError(t, l2.Sync()) // settles the finished segment, then syncs the new one
+		_, err = l2.Append(record(2, len(lsns2), 300))
+		require.NoError(t, err)
+		require.NoError(t, l2.Sync())
+		img := mem2.PowerLoss(vfs.KeepAll())
+		require.NoError(t, l2.Close())
+		segs2 := segments(t, img)
+		require.Len(t, segs2, 2)
+		b := fileBytes(t, img, segs2[0])
+		clear(b[32+int(lsns2[2]):])
+		setFile(t, img, segs2[0], b)
+		o.FS = img
+		_, err = wal.Open(logDir, o)
+		var ce *wal.CorruptionError
+		require.ErrorAs(t, err, &ce)
+		require.Equal(t, segs2[0], ce.Segment)
+		require.Contains(t, ce.Reason, "records the log as synced")
+	})
+	require.NoError(t, l.Close())
+}
+
+// TestRollSealFailurePoisons: when the background sync of a finished
+// segment fails, the log is poisoned and no commit that needs the synced
+// LSN past it succeeds (fsyncgate: the failure is final).
+func TestRollSealFailurePoisons(t *testing.T) {
+	mem := vfs.NewMem()
+	var failing atomic.Bool
+	var first atomic.Pointer[string]
+	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpCreate && first.Load() == nil {
+			p := op.Path
+			first.Store(&p)
+		}
+		if op.Kind == vfs.OpSync && failing.Load() {
+			if p := first.Load(); p != nil && *p == op.Path {
+				return errors.New("injected: EIO syncing the finished segment")
+			}
+		}
+		return nil
+	})
+	l := openLog(t, vfs.Inject(mem, inj), wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncInterval(time.Hour)})
+	failing.Store(true)
+	for l.Stats().Rolls == 0 {
+		_, err := l.Append(record(0, 0, 300))
+		require.NoError(t, err)
+	}
+	err := l.Sync()
+	require.ErrorIs(t, err, wal.ErrPoisoned)
+	require.Less(t, l.SyncedLSN(), segFirst(t, segments(t, mem)[1]))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_, err := l.AppendContext(t.Context(), record(0, 1, 10), wal.ForceSync)
+		require.ErrorIs(t, err, wal.ErrPoisoned)
+	})
+	wg.Wait()
+	require.ErrorIs(t, l.Close(), wal.ErrPoisoned)
+}
