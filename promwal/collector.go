@@ -141,6 +141,7 @@ func NewCollector(l *wal.Log, opts Options) *Collector {
 	counter("slow_syncs_total", "Segment syncs slower than Options.SlowSyncThreshold.", func(s *wal.Stats) uint64 { return s.SlowSyncs })
 	counter("background_syncs_total", "Syncs issued by the background flusher.", func(s *wal.Stats) uint64 { return s.BackgroundSyncs })
 	counter("rolls_total", "Segment rolls.", func(s *wal.Stats) uint64 { return s.Rolls })
+	counter("seal_waits_total", "Rolls that waited for the previous roll's segment to be synced and linked in the background.", func(s *wal.Stats) uint64 { return s.SealWaits })
 	counter("buffer_full_waits_total", "Appends that waited for the log buffer to be written.", func(s *wal.Stats) uint64 { return s.BufferFullWaits })
 	counter("segment_create_stalls_total", "Appends that waited for a new segment to be prepared.", func(s *wal.Stats) uint64 { return s.SegmentCreateStalls })
 	counter("segments_prepared_total", "Segments prepared for use (zero-filled, or reused), the first one included.", func(s *wal.Stats) uint64 { return s.Prepare.Prepared })

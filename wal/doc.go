@@ -38,8 +38,8 @@
 // an LSN and copy the frame into the active half of the double-buffered log
 // buffer; no I/O happens under it. A [Reader] is not safe for concurrent use.
 // At most one background goroutine (the flusher of interval and async
-// policies) runs per Log, plus a short-lived one that prepares the next
-// segment; Close stops both.
+// policies) runs per Log, plus short-lived ones that prepare the next
+// segment and seal the one a roll finished; Close stops or waits for each.
 //
 // # Recovery
 //
@@ -64,6 +64,16 @@
 // "first-lsn" records where the log starts (written when the log is created
 // and by RemoveBefore before it removes anything), so a missing oldest
 // segment is too. Open finishes a RemoveBefore a crash interrupted.
+//
+// A roll seals the segment it finished in the background (syncs it, then
+// writes its link), so the commit path does not wait for that fdatasync; a
+// sync of the new segment syncs the finished one first, so the synced LSN
+// still advances in order. A crash can therefore leave the finished
+// segment's tail torn, with no link, while the new segment (format version
+// 4 or 5) holds frames. Open ends the log at the torn point unless a frame
+// of either segment vouches past it ([*CorruptionError]): the new segment's
+// frames, none of them acknowledged as durable, are quarantined and the
+// segment removed ([RecoveryInfo].DroppedSegment).
 //
 // [Log.TruncateAfter] cuts the end of the log at a record's LSN. It records
 // the cut in the file "truncate-lsn" (16 bytes: the LSN and its xxhash64;
@@ -118,7 +128,7 @@
 // segment file whose size differs from its header's is damage (Open fails):
 // no crash can shrink or grow a file created and synced at full size.
 //
-// A recycled segment (format version 3) is a file RemoveBefore kept
+// A recycled segment (format version 3, or 5) is a file RemoveBefore kept
 // ([Options].RecycleSegments, as PostgreSQL's wal_recycle) instead of
 // removing it: the next preparation renames it, and it gets a new header,
 // without being zero-filled again. After its frames it holds what its
@@ -126,8 +136,8 @@
 // seeded with a current LSN accepts, and which carry watermarks below
 // those of every frame of its current use (the file was kept only once the
 // LSNs after them were synced). Its first frames may still carry watermarks
-// below its first LSN: they were appended before the roll synced the
-// segment before it. Recovery therefore takes those bytes for stale, not torn:
+// below its first LSN: they were appended before the segment before it
+// was synced. Recovery therefore takes those bytes for stale, not torn:
 // it cuts (quarantines and zeroes) only the frames of the current use found
 // after the end of the valid ones, and a clean Close still reopens clean.
 //
@@ -135,7 +145,7 @@
 //
 //	offset  size  field
 //	0       8     magic "durawal\x00"
-//	8       4     version (2, or 3 for a recycled file; 1, without end and link frames, is still read; Open fails with ErrUnsupportedVersion for another)
+//	8       4     version (4, or 5 for a recycled file: written by a roll that seals in the background; 1 (no end or link frames), 2 and 3 (the same without background sealing) are still read; Open fails with ErrUnsupportedVersion for another)
 //	12      4     file size in bytes / 8, as created (a segment is never resized)
 //	16      8     first LSN
 //	24      8     xxhash64 of bytes 0..23

@@ -22,8 +22,9 @@ const DefaultSlowSyncThreshold = time.Second
 // The methods run on the commit path, in the goroutine that did the work,
 // synchronously, while commits wait for them: ObserveSync in whatever
 // synced (a group's leader or the background flusher holding the log's
-// sync lock, a segment preparer, Open during recovery, Close), ObserveRoll
-// in the leader that rolled, holding the sync lock, ObserveGroup in the
+// sync lock, the goroutine sealing a segment a roll finished, a segment
+// preparer, Open during recovery, Close), ObserveRoll in the leader that
+// rolled, once the new segment is installed, ObserveGroup in the
 // flush leader before it returns, ObserveCommit in the committer before
 // Append returns, ObservePoison once, when the log fails closed. Events
 // from Open's own syncs arrive before Open returns. They must be fast, must

@@ -131,6 +131,14 @@ func TestRollSealsInBackground(t *testing.T) {
 		cut := 32 + int(lsns[2]) // the third record's frame and all after it never reached the disk
 		clear(b[cut:])
 		setFile(t, img, segs[0], b)
+		ro := opts
+		ro.FS = img
+		rl, err := wal.OpenReadOnly(logDir, ro)
+		require.NoError(t, err)
+		require.Equal(t, segs[1], rl.Recovered().DroppedSegment, "read-only: what Open would remove")
+		require.Equal(t, lsns[2], rl.Recovered().EndLSN)
+		require.NoError(t, rl.Close())
+		require.Equal(t, segs, segments(t, img), "read-only: nothing removed")
 		gotLSNs, got, info := replay(t, img, opts)
 		require.Equal(t, recs[:2], got)
 		require.Equal(t, lsns[:2], gotLSNs)

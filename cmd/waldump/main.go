@@ -101,6 +101,9 @@ type verdict struct {
 	Unvouched   int64   `json:"unvouched_bytes"`
 	Clean       bool    `json:"clean"`
 	RemovedTemp int     `json:"temp_files_to_remove"`
+	// Dropped is the segment Open would remove: the roll into it was cut
+	// short before the segment it finished was synced.
+	Dropped string `json:"dropped_segment,omitempty"`
 }
 
 type record struct {
@@ -207,7 +210,8 @@ func collect(dir string, withFrames bool, n int) (*dump, error) {
 	defer l.Close()
 	info := l.Recovered()
 	d.Verdict = verdict{Opens: true, Segments: info.Segments, FirstLSN: info.FirstLSN, EndLSN: info.EndLSN,
-		TornBytes: info.TornBytes, Unvouched: info.Unvouched, Clean: info.Clean, RemovedTemp: info.RemovedTemp}
+		TornBytes: info.TornBytes, Unvouched: info.Unvouched, Clean: info.Clean, RemovedTemp: info.RemovedTemp,
+		Dropped: info.DroppedSegment}
 	if n > 0 {
 		r, err := l.NewReader(l.FirstLSN())
 		if err != nil {
@@ -324,6 +328,9 @@ func printText(w io.Writer, d *dump) {
 	}
 	fmt.Fprintf(w, "verdict: Open would recover LSN %d to %d in %d %s; torn bytes %d; unvouched bytes %d; clean close %s; temporary files to remove %d (nothing was repaired)\n",
 		v.FirstLSN, v.EndLSN, v.Segments, segs, v.TornBytes, v.Unvouched, clean, v.RemovedTemp)
+	if v.Dropped != "" {
+		fmt.Fprintf(w, "verdict: the last roll was cut short before the segment it finished was synced: Open would quarantine the frames of %s and remove it\n", v.Dropped)
+	}
 }
 
 func printRecord(w io.Writer, name string, r *lsnRecord, none string) {
