@@ -71,8 +71,7 @@ func TestCountSyncEveryCommit(t *testing.T) {
 			st := l.Stats()
 			rolls, preps := expectedRolls(n, segSize)
 			require.Equal(t, uint64(rolls), st.Rolls)
-			want := uint64(3 + n + 3*rolls + preps + 1)
-			require.Equal(t, want, st.Fsyncs, "3 (Open) + %d commits + 3·%d rolls + %d preparations + 1 (end frame)", n, rolls, preps)
+			checkRollSyncs(t, st.Fsyncs, uint64(3+n+preps+1), rolls)
 			require.Equal(t, mem.SyncCount(), int64(st.Fsyncs), "Fsyncs == the MemFS's own count of syncs")
 			// Open: the parent of the directory it creates, first-lsn, and the first segment's entry.
 			require.Equal(t, uint64(3+rolls), st.DirSyncs)
@@ -83,6 +82,21 @@ func TestCountSyncEveryCommit(t *testing.T) {
 	}
 }
 
+// checkRollSyncs checks fsyncs, a log's Stats.Fsyncs, against base, the
+// syncs of everything but its rolls, and rolls: 3 (Open: the first
+// segment's zero-fill and header, first-lsn) + one per committing sync +
+// one per preparation + 1 (Close's end frame) is base. Each roll adds two
+// or three: the finished segment's sync and its link frame's, and, when
+// the sealing goroutine syncs the new segment before the next commit's own
+// sync covers it, that one too (the new segment's name and header must be
+// durable before the link). Which comes first is the scheduler's choice.
+func checkRollSyncs(t *testing.T, fsyncs, base uint64, rolls int) {
+	t.Helper()
+	lo, hi := base+2*uint64(rolls), base+3*uint64(rolls)
+	require.GreaterOrEqual(t, fsyncs, lo, "%d without rolls + 2·%d rolls", base, rolls)
+	require.LessOrEqual(t, fsyncs, hi, "%d without rolls + 3·%d rolls", base, rolls)
+}
+
 func byteSize(n int64) string {
 	if n >= 1<<20 {
 		return fmt.Sprintf("%dMiB", n>>20)
@@ -91,8 +105,9 @@ func byteSize(n int64) string {
 }
 
 // TestCountSyncEveryN: one committer makes every commit its own group, so
-// SyncEveryN(4) syncs every 4th commit: ⌊N/4⌋ (a roll's syncs do not reset
-// the group count), and Close has nothing left.
+// SyncEveryN(4) syncs every 4th commit: ⌊N/4⌋ (a roll's syncs, its
+// sealing's included, do not reset the group count), and Close has
+// nothing left.
 func TestCountSyncEveryN(t *testing.T) {
 	mem := vfs.NewMem()
 	const segSize = 64 << 10
@@ -107,7 +122,7 @@ func TestCountSyncEveryN(t *testing.T) {
 	st := l.Stats()
 	require.Equal(t, uint64(countCommits), st.Group.Groups)
 	rolls, preps := expectedRolls(countCommits, segSize)
-	require.Equal(t, uint64(3+countCommits/4+3*rolls+preps+1), st.Fsyncs)
+	checkRollSyncs(t, st.Fsyncs, uint64(3+countCommits/4+preps+1), rolls)
 	require.Equal(t, mem.SyncCount(), int64(st.Fsyncs))
 }
 
@@ -187,7 +202,7 @@ func TestCountMatchesOSSyscalls(t *testing.T) {
 	st := l.Stats()
 	rolls, preps := expectedRolls(n, segSize)
 	require.Equal(t, uint64(rolls), st.Rolls)
-	require.Equal(t, uint64(3+n+3*rolls+preps+1), st.Fsyncs)
+	checkRollSyncs(t, st.Fsyncs, uint64(3+n+preps+1), rolls)
 	require.Equal(t, c.Count(vfs.OpSync), int64(st.Fsyncs), "Fsyncs == fdatasync calls")
 	require.Equal(t, c.Count(vfs.OpSyncDir), int64(st.DirSyncs), "DirSyncs == directory fsync calls")
 	t.Logf("real disk: %d commits, %d fdatasync, %d dir fsync, fsync max %v", st.Commits, st.Fsyncs, st.DirSyncs, st.FsyncMaxDuration)

@@ -190,21 +190,29 @@ func (l *Log) bufferedMethod() vfs.SyncMethod {
 	return vfs.Fdatasync
 }
 
-// rollTo makes next the segment receiving writes. The segment it finishes
-// is synced and linked to next in the background (sealInBackground): the
-// roll costs the commit path only next's installation (its header synced,
-// its name made durable), not the finished segment's final fdatasync,
-// which must flush everything written since the last sync. The synced LSN
-// still advances in LSN order: a sync of next first settles the finished
-// segment (settleLocked). Until it is settled, frames written to next
-// carry watermarks below next's first LSN, which is what lets recovery
-// tell a roll cut short by a crash (the finished segment's tail torn, its
-// link missing) from damage (recoverRoll). Under a write-through method
-// every write was durable already: the link is written at once.
+// rollTo makes next the segment receiving writes. Under a buffered or
+// direct sync method the commit path pays only next's header write and
+// rename, no sync: the rest is sealing (sealInBackground), done by a
+// goroutine while commits go on into next. Sealing syncs the finished
+// segment (settling it: every LSN below next is then durable), makes
+// next's name and header durable, then writes the finished segment's link
+// frame naming next. Any sync of the log does whatever of that is not yet
+// done first (syncWrittenSynced), so the synced LSN only advances in order
+// and never past next's first LSN before next can be found. Until then,
+// frames written to next carry watermarks no higher than its first LSN,
+// which lets recovery tell a roll cut short by a crash (the finished
+// segment's tail torn or next's header lost, and the link missing) from
+// damage (recoverRoll). The finished segment's final fdatasync must flush
+// everything written since the last sync, and whichever sync comes first
+// after the roll pays the device's cache flush for it (20-50 ms for 64 MiB
+// on the development VM): that is what leaves the commit path.
+//
+// Under a write-through method every write was durable already: next is
+// installed with its syncs and the link written at once.
 //
 // Only one roll's sealing runs at a time: a roll first waits for the one
 // before it (counted in Stats.SealWaits), so recovery never finds more
-// than one unsettled segment.
+// than one unsealed segment.
 func (l *Log) rollTo(next *segment) error {
 	if err := l.awaitSeal(true); err != nil {
 		return err
@@ -213,12 +221,22 @@ func (l *Log) rollTo(next *segment) error {
 		return err
 	}
 	old := l.writeSeg
-	if err := l.installSegment(next); err != nil {
-		return fmt.Errorf("installing segment %s: %w", segmentName(next.first), err)
+	name := segmentName(next.first)
+	if l.method.WriteThrough() {
+		if err := l.installSegment(next); err != nil {
+			return fmt.Errorf("installing segment %s: %w", name, err)
+		}
+	} else {
+		if err := l.writeHeader(next); err != nil {
+			return fmt.Errorf("writing the header of segment %s: %w", name, err)
+		}
+		if err := l.nameSegment(next); err != nil {
+			return fmt.Errorf("naming segment %s: %w", name, err)
+		}
 	}
 	var sl *seal
 	if !l.method.WriteThrough() {
-		sl = &seal{seg: old, next: next.first, done: make(chan struct{})}
+		sl = &seal{seg: old, succ: next, next: next.first, done: make(chan struct{})}
 	}
 	l.rollMu.Lock()
 	l.writeSeg = next
@@ -232,7 +250,6 @@ func (l *Log) rollTo(next *segment) error {
 	l.publishSegmentsLocked()
 	l.segsMu.Unlock()
 	l.stats.rolls.Add(1)
-	name := segmentName(next.first)
 	l.opts.Logger.Info("wal: rolled segment", "segment", name)
 	if o := l.opts.Observer; o != nil {
 		o.ObserveRoll(RollEvent{Segment: name, FirstLSN: next.first})
@@ -241,7 +258,6 @@ func (l *Log) rollTo(next *segment) error {
 		go l.sealInBackground(sl)
 		return nil
 	}
-	// Under O_DSYNC every frame of old is durable: link it now.
 	if err := l.writeLink(old, next.first); err != nil {
 		return fmt.Errorf("linking %s to %s: %w", old.path, name, err)
 	}
@@ -252,23 +268,36 @@ func (l *Log) rollTo(next *segment) error {
 	return nil
 }
 
-// A seal is what a roll leaves to do for the segment it finished: its final
-// sync, which makes every LSN below next durable (settled), and then its
-// link frame naming the successor, after which the segment is closed.
+// A seal is what a roll leaves to do: sync the segment it finished
+// (settled: every LSN below next is durable), make the successor's name and
+// header durable (named), then write the finished segment's link frame and
+// close it.
 type seal struct {
-	seg     *segment
+	seg     *segment      // the finished segment
+	succ    *segment      // its successor, which receives the writes now
 	next    LSN           // the successor's first LSN
 	settled bool          // seg's frames are durable; guarded by syncMu
+	named   bool          // succ's name and header are durable; guarded by syncMu
 	done    chan struct{} // closed once the link is durable and seg closed, or the seal failed
 	err     error         // why it failed; set before done is closed
 }
 
-// sealInBackground settles sl's segment (unless a sync of its successor
-// already did), writes its link frame and closes it. A failure poisons the
-// log and fails the commits waiting, as a failed background sync does.
+// sealInBackground does sl's work that no sync of the log has done yet,
+// then writes the finished segment's link and closes it. A failure poisons
+// the log and fails the commits waiting, as a failed background sync does.
 func (l *Log) sealInBackground(sl *seal) {
+	// A sync of the log settles the finished segment and, if the
+	// successor holds unsynced frames, names it and syncs them too,
+	// advancing the synced LSN as any sync does; if it held none, its
+	// name and header still need making durable.
+	_, err := l.syncWrittenSynced(false)
 	l.syncMu.Lock()
-	err := l.settleLocked(sl)
+	if err == nil {
+		err = l.settleLocked(sl) // a no-op unless nothing was written since the roll's sync
+	}
+	if err == nil {
+		err = l.nameLocked(sl, true)
+	}
 	written, synced := l.written.Load()+l.qbase, l.synced.Load()+l.qbase // a consistent pair under syncMu
 	l.syncMu.Unlock()
 	if err == nil {
@@ -290,9 +319,10 @@ func (l *Log) sealInBackground(sl *seal) {
 	close(sl.done)
 }
 
-// settleLocked makes the frames of sl's segment durable, if no sync did
-// yet, and advances the synced LSN to the successor's first LSN: every
-// segment before it was settled before this roll began. l.syncMu is held.
+// settleLocked makes the frames of sl's finished segment durable, if no
+// sync did yet, and advances the synced LSN to the successor's first LSN:
+// every segment before it was settled before this roll began. l.syncMu is
+// held.
 func (l *Log) settleLocked(sl *seal) error {
 	if sl.settled {
 		return nil
@@ -307,6 +337,32 @@ func (l *Log) settleLocked(sl *seal) error {
 	if l.synced.Load() < uint64(sl.next) {
 		l.synced.Store(uint64(sl.next))
 		l.notifyTail()
+	}
+	return nil
+}
+
+// nameLocked makes the successor's name durable (a directory sync) and,
+// with header, its header (a sync of the successor, which covers the
+// frames written to it so far too; a caller about to sync the successor
+// anyway passes false and sets named itself once that sync succeeds).
+// l.syncMu is held.
+func (l *Log) nameLocked(sl *seal, header bool) error {
+	if sl.named {
+		return nil
+	}
+	if err := l.poisoned(); err != nil {
+		return err
+	}
+	if err := l.syncDir(); err != nil {
+		err = fmt.Errorf("making the name of %s durable: %w", sl.succ.path, err)
+		l.poison(err)
+		return err
+	}
+	if header {
+		if err := l.syncTimed(sl.succ); err != nil {
+			return err
+		}
+		sl.named = true
 	}
 	return nil
 }
@@ -336,14 +392,18 @@ func (l *Log) awaitSeal(counted bool) error {
 // It returns nil at once if nothing written is unsynced, or if the sync
 // method writes through (O_DSYNC: each write advanced the synced LSN).
 func (l *Log) syncWritten() error {
-	_, err := l.syncWrittenSynced()
+	_, err := l.syncWrittenSynced(true)
 	return err
 }
 
 // syncWrittenSynced is syncWritten; synced reports whether it issued a sync.
-// A segment a roll finished and its sealing has not yet synced is synced
-// first (settleLocked), so the synced LSN only advances in order.
-func (l *Log) syncWrittenSynced() (synced bool, err error) {
+// What the last roll's sealing has not yet done comes first: the finished
+// segment's sync (settleLocked), then, before the successor's frames can
+// count as synced, its name (nameLocked; the successor's own sync makes its
+// header durable). So the synced LSN only advances in order. groups says
+// the sync counts as a group's for policy.SyncEveryN (it restarts the count
+// of groups since the last sync); a roll's sealing does not.
+func (l *Log) syncWrittenSynced(groups bool) (synced bool, err error) {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	if err := l.poisoned(); err != nil {
@@ -357,6 +417,9 @@ func (l *Log) syncWrittenSynced() (synced bool, err error) {
 	target := l.written.Load()
 	l.rollMu.Unlock()
 	if target <= l.synced.Load() {
+		if groups { // another sync (a roll's sealing) covered this group's
+			l.groupsSinceSync.Store(0)
+		}
 		return false, nil
 	}
 	if sl != nil && !sl.settled {
@@ -365,15 +428,29 @@ func (l *Log) syncWrittenSynced() (synced bool, err error) {
 		}
 		synced = true
 		if target <= l.synced.Load() {
+			if groups {
+				l.groupsSinceSync.Store(0)
+			}
 			return true, nil
+		}
+	}
+	naming := sl != nil && !sl.named && seg == sl.succ
+	if naming {
+		if err := l.nameLocked(sl, false); err != nil {
+			return synced, err
 		}
 	}
 	if err := l.syncTimed(seg); err != nil {
 		return synced, err
 	}
+	if naming {
+		sl.named = true
+	}
 	l.synced.Store(target)
 	l.notifyTail()
-	l.groupsSinceSync.Store(0)
+	if groups {
+		l.groupsSinceSync.Store(0)
+	}
 	return true, nil
 }
 
@@ -547,7 +624,7 @@ func (l *Log) nextWake(tick time.Duration) time.Duration {
 // it. A failure poisons the log and never marks it clean.
 // The caller has set syncInProgress; runBackgroundSync clears it.
 func (l *Log) runBackgroundSync() error {
-	didSync, err := l.syncWrittenSynced()
+	didSync, err := l.syncWrittenSynced(true)
 	l.syncInProgress.Store(false)
 	if err != nil {
 		l.poison(err)

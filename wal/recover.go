@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/durawal/durawal/wal/vfs"
 )
 
@@ -498,27 +499,32 @@ func (l *Log) reusable(path string, start LSN) bool {
 }
 
 // recoverRoll applies the recovery rule to a crash inside a roll that
-// seals in the background (rollTo): the last segment S is of a format
-// version that may take frames before its predecessor P is synced
-// (earlyUse), and P has no link frame, which its sealing writes only once P
-// is durable. P's frames are scanned as a last segment's would be
-// (recoverTail):
+// seals in the background (rollTo). Its state: S, the last segment, is of
+// a format version that may take frames before its predecessor P is synced
+// (earlyUse), or has a header that was never made durable (all zeros, as
+// prepared, or the header of a recycled file's earlier use: the roll
+// writes S's header without a sync), and P has no link frame, which its
+// sealing writes only once P is synced and S's name and header are
+// durable. P's frames are scanned as a last segment's would be
+// (recoverTail), up to x:
 //
-//   - If they run to S's first LSN, P is whole; Open makes it durable
-//     (checkSealedSegment writes the link) after rewriting the frames no
-//     watermark in P or S vouches for (they may be only in the page cache,
-//     after a failed sync), counted in unvouched.
-//   - If they stop at x before it, P's tail was never synced, unless some
-//     frame vouches for x: a frame of P after x (recoverTail) or of S with
-//     a watermark above x is ErrCorrupt. Otherwise the log ends at x: every
-//     frame of S was written after the hole and none was acknowledged as
-//     durable (a sync of S settles P first). Open quarantines S's frames,
-//     removes S and syncs the directory before P's tail is cut as the last
-//     segment's; RecoveryInfo.DroppedSegment names it. A read-only Log
-//     leaves S on the disk and out of the log.
+//   - A frame of P after x or of S with a watermark above x means x was
+//     synced: damage, ErrCorrupt. (Until P is synced no frame carries a
+//     watermark above P's end; until S's header is durable, none above
+//     S's first LSN.)
+//   - If x is S's first LSN and S's header is good, P is whole; Open
+//     makes S's header and name durable, then rewrites the frames of P no
+//     watermark vouches for (they may be only in the page cache after a
+//     failed sync), counted in unvouched, before checkSealedSegment
+//     writes P's link.
+//   - Otherwise the roll never finished and none of S's frames was
+//     acknowledged as durable: the log ends at x. Open quarantines S's
+//     frames, removes S and syncs the directory, and P's tail is then cut
+//     as the last segment's; RecoveryInfo.DroppedSegment names S. A
+//     read-only Log leaves S on the disk and out of the log.
 //
 // Any other state is left to the checks that follow (a missing link with
-// damage in P is then ErrCorrupt, as before background sealing).
+// damage in P, or a bad header, is ErrCorrupt, as before).
 func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error) {
 	n := len(firsts)
 	if n < 2 {
@@ -527,26 +533,20 @@ func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error)
 	pFirst, sFirst := firsts[n-2], firsts[n-1]
 	pName, sName := segmentName(pFirst), segmentName(sFirst)
 	pPath, sPath := filepath.Join(l.dir, pName), filepath.Join(l.dir, sName)
-	open := func(path, name string, first LSN) (vfs.File, *frameScanner, uint32, bool, error) {
+	open := func(path, name string, first LSN) (vfs.File, *frameScanner, error) {
 		f, err := l.fs.Open(path)
 		if err != nil {
-			return nil, nil, 0, false, fmt.Errorf("wal: open: %w", err)
+			return nil, nil, fmt.Errorf("wal: open: %w", err)
 		}
 		size, err := f.Size()
 		if err != nil {
 			f.Close()
-			return nil, nil, 0, false, fmt.Errorf("wal: open: %s: %w", path, err)
+			return nil, nil, fmt.Errorf("wal: open: %s: %w", path, err)
 		}
-		sc := l.scanFile(f, name, first, size)
-		if checkSegment(sc) != nil { // reported by the checks that follow
-			l.info.BytesRead += sc.read
-			f.Close()
-			return nil, nil, 0, false, nil
-		}
-		return f, sc, binary.LittleEndian.Uint32(sc.bytesAt(0)[8:12]), true, nil
+		return f, l.scanFile(f, name, first, size), nil
 	}
-	sf, ssc, sVersion, ok, err := open(sPath, sName, sFirst)
-	if err != nil || !ok {
+	sf, ssc, err := open(sPath, sName, sFirst)
+	if err != nil {
 		return firsts, 0, err
 	}
 	defer func() {
@@ -555,17 +555,28 @@ func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error)
 			sf.Close()
 		}
 	}()
-	if !earlyUse(sVersion) {
+	headerGood := checkSegment(ssc) == nil
+	if headerGood && !earlyUse(binary.LittleEndian.Uint32(ssc.bytesAt(0)[8:12])) {
 		return firsts, 0, nil
 	}
-	pf, psc, pVersion, ok, err := open(pPath, pName, pFirst)
-	if err != nil || !ok {
+	if !headerGood {
+		if ssc.s.size < segmentHeaderSize || ssc.load(0, segmentHeaderSize, false) != nil ||
+			!headerUnwritten(ssc.bytesAt(0)[:segmentHeaderSize], sFirst) {
+			return firsts, 0, nil // damage: the checks that follow report it
+		}
+	}
+	pf, psc, err := open(pPath, pName, pFirst)
+	if err != nil {
 		return firsts, 0, err
 	}
 	defer func() {
 		l.info.BytesRead += psc.read
 		pf.Close()
 	}()
+	if checkSegment(psc) != nil {
+		return firsts, 0, nil
+	}
+	pVersion := binary.LittleEndian.Uint32(psc.bytesAt(0)[8:12])
 	if pVersion >= 2 {
 		linked, err := psc.linkAt(sFirst)
 		if err != nil || linked {
@@ -582,22 +593,34 @@ func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error)
 	if err != nil {
 		return firsts, 0, err
 	}
-	if x == sFirst {
+	if x == sFirst && headerGood {
+		// P is whole: S's header and name become durable before the
+		// link that vouches for them, and P's unvouched frames are
+		// written again before the link's sync makes P durable.
 		from := max(proven, min(sMark, sFirst))
-		if from >= sFirst {
-			return firsts, 0, nil
-		}
 		if !l.readOnly {
-			p := &segment{first: pFirst, version: pVersion, size: psc.s.size, path: pPath}
-			if err := l.rewrite(p, psc, from, sFirst); err != nil {
-				return firsts, 0, fmt.Errorf("wal: open: rewriting the unvouched frames of %s: %w", pName, err)
+			if err := l.syncSegmentAt(sPath); err != nil {
+				return firsts, 0, fmt.Errorf("wal: open: syncing %s: %w", sName, err)
+			}
+			if err := l.syncDir(); err != nil {
+				return firsts, 0, fmt.Errorf("wal: open: %w", err)
+			}
+			if from < sFirst {
+				p := &segment{first: pFirst, version: pVersion, size: psc.s.size, path: pPath}
+				if err := l.rewrite(p, psc, from, sFirst); err != nil {
+					return firsts, 0, fmt.Errorf("wal: open: rewriting the unvouched frames of %s: %w", pName, err)
+				}
 			}
 		}
-		return firsts, int64(sFirst - from), nil
+		return firsts, int64(sFirst - min(from, sFirst)), nil
 	}
 	at, wm, _, _, err := scanTail(ssc, segmentHeaderSize, x, x+1)
 	if err != nil {
 		return firsts, 0, err
+	}
+	if wm > x && !headerGood {
+		return firsts, 0, &CorruptionError{Segment: sName, Offset: 0,
+			Reason: fmt.Sprintf("the header was never made durable (a roll cut short), but the frame at LSN %d records the log as synced up to LSN %d", at, wm)}
 	}
 	if wm > x {
 		return firsts, 0, &CorruptionError{Segment: pName, Offset: psc.s.offset(x),
@@ -625,6 +648,35 @@ func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error)
 		return firsts, 0, fmt.Errorf("wal: open: %w", err)
 	}
 	return firsts[:n-1], 0, nil
+}
+
+// headerUnwritten reports whether b, the first bytes of the segment file
+// named for first, is a header a roll wrote without a sync and a crash
+// lost: all zeros (a prepared file), or a valid header naming an LSN below
+// first (what a recycled file's earlier use left). A header is 32 bytes in
+// one sector, written whole or not at all.
+func headerUnwritten(b []byte, first LSN) bool {
+	if bytes.Equal(b, make([]byte, len(b))) {
+		return true
+	}
+	if [8]byte(b[:8]) != segmentMagic || binary.LittleEndian.Uint64(b[24:32]) != xxhash.Sum64(b[:24]) {
+		return false
+	}
+	return LSN(binary.LittleEndian.Uint64(b[16:24])) < first
+}
+
+// syncSegmentAt syncs the segment file at path through a handle of its own
+// (a sync covers every write to the file, whatever handle made it).
+func (l *Log) syncSegmentAt(path string) error {
+	f, err := l.fs.OpenReadWrite(path, vfs.Fdatasync)
+	if err != nil {
+		return err
+	}
+	if err := l.syncFile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // leadingFrames follows the valid frames of sc from its first LSN and

@@ -3,6 +3,7 @@ package wal_test
 import (
 	"context"
 	"encoding/binary"
+	"sync/atomic"
 	"testing"
 
 	"github.com/durawal/durawal/policy"
@@ -12,7 +13,7 @@ import (
 )
 
 // TestRecycledSegmentLostFirstFrame: the first frames of a segment can be
-// appended before the roll's sync of its predecessor, so they carry a
+// appended before its predecessor is synced, so they carry a
 // watermark below the segment's first LSN, like the stale frames of a
 // recycled file's earlier use. When a power loss keeps such a frame but
 // loses the one before it, recovery must still cut it: otherwise a new
@@ -23,7 +24,30 @@ func TestRecycledSegmentLostFirstFrame(t *testing.T) {
 	const big = 1000
 	mem := vfs.NewMem()
 	opts := wal.Options{SegmentSize: segSize, Policy: policy.SyncNever()}
-	l := openLog(t, mem, opts)
+	// The roll's sealing syncs the finished segment, makes the new one's
+	// name durable, then syncs the new one (its header): that last sync is
+	// held, so the power losses below find the new segment named and its
+	// frames unsynced.
+	var succ atomic.Pointer[string] // the new segment's file, by the name its handle was opened with
+	var hold atomic.Bool
+	blocked, release := make(chan struct{}, 1), make(chan struct{})
+	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpRename && hold.Load() && succ.Load() == nil {
+			p := op.Path
+			succ.Store(&p)
+		}
+		if op.Kind == vfs.OpSync && hold.Load() {
+			if p := succ.Load(); p != nil && *p == op.Path {
+				select {
+				case blocked <- struct{}{}:
+				default:
+				}
+				<-release
+			}
+		}
+		return nil
+	})
+	l := openLog(t, vfs.Inject(mem, inj), opts)
 	lsns, recs := checkpointed(t, l, 6)
 	require.NoError(t, l.Sync())
 	// Fill the segment until a frame of big bytes no longer fits.
@@ -43,9 +67,11 @@ func TestRecycledSegmentLostFirstFrame(t *testing.T) {
 	// the roll synced the segment before it.
 	batch := [][]byte{record(7, 0, big), record(7, 1, big)}
 	bl := make([]wal.LSN, 2)
+	hold.Store(true)
 	_, err := l.AppendBatchLSNs(context.Background(), batch, bl)
 	require.NoError(t, err)
 	require.Equal(t, rolls+1, l.Stats().Rolls)
+	<-blocked
 	segs := segments(t, mem)
 	last := segs[len(segs)-1]
 	first := segFirst(t, last)
@@ -83,5 +109,6 @@ func TestRecycledSegmentLostFirstFrame(t *testing.T) {
 		require.NoError(t, l2.Close())
 	}
 	require.Positive(t, found, "no seed lost the first frame and kept the second")
+	close(release)
 	require.NoError(t, l.Close())
 }

@@ -1,6 +1,7 @@
 package wal_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
@@ -122,7 +124,7 @@ func TestRollSealsInBackground(t *testing.T) {
 		img := mem.PowerLoss(vfs.DropAll())
 		_, got, info := replay(t, img, opts)
 		require.Empty(t, got, "no record was ever synced")
-		require.Equal(t, segs[1], info.DroppedSegment)
+		require.Empty(t, info.DroppedSegment, "the new segment's name was never made durable")
 		require.Equal(t, segs[:1], segments(t, img))
 	})
 	t.Run("FinishedSegmentTorn", func(t *testing.T) {
@@ -173,6 +175,37 @@ func TestRollSealsInBackground(t *testing.T) {
 		require.Equal(t, 1, info.TrustedSegments, "Open wrote the link")
 	})
 
+	// The roll writes the new segment's header without a sync: a crash
+	// may leave it zeros (a prepared file) or the header of a recycled
+	// file's earlier use. Then nothing written to it was acknowledged as
+	// durable, and the roll is undone even though the finished segment is
+	// whole.
+	for _, c := range []struct {
+		name   string
+		header func(b []byte)
+	}{
+		{"NewHeaderLost", func(b []byte) { clear(b[:32]) }},
+		{"StaleHeader", func(b []byte) {
+			binary.LittleEndian.PutUint64(b[16:24], uint64(sFirst)/2) // an earlier use: a lower LSN
+			binary.LittleEndian.PutUint64(b[24:32], xxhash.Sum64(b[:24]))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			img := mem.PowerLoss(vfs.KeepAll())
+			b := fileBytes(t, img, segs[1])
+			c.header(b)
+			setFile(t, img, segs[1], b)
+			gotLSNs, got, info := replay(t, img, opts)
+			require.Equal(t, recs[:inP], got)
+			require.Equal(t, lsns[:inP], gotLSNs)
+			require.Equal(t, segs[1], info.DroppedSegment)
+			require.Equal(t, sFirst, info.EndLSN)
+			require.Equal(t, segs[:1], segments(t, img))
+			require.Len(t, info.Quarantined, 1)
+			require.Equal(t, sFirst, info.Quarantined[0].FromLSN)
+		})
+	}
+
 	close(h.release)
 	require.NoError(t, <-synced)
 	require.NoError(t, <-removed)
@@ -197,19 +230,36 @@ func TestRollSealsInBackground(t *testing.T) {
 		_, err = l2.Append(record(2, len(lsns2), 300))
 		require.NoError(t, err)
 		require.NoError(t, l2.Sync())
-		img := mem2.PowerLoss(vfs.KeepAll())
+		mem2 = mem2.ProcessCrash() // before Close: the seal may still be writing the link
 		require.NoError(t, l2.Close())
-		segs2 := segments(t, img)
+		segs2 := segments(t, mem2)
 		require.Len(t, segs2, 2)
-		b := fileBytes(t, img, segs2[0])
-		clear(b[32+int(lsns2[2]):])
-		setFile(t, img, segs2[0], b)
-		o.FS = img
-		_, err = wal.Open(logDir, o)
-		var ce *wal.CorruptionError
-		require.ErrorAs(t, err, &ce)
-		require.Equal(t, segs2[0], ce.Segment)
-		require.Contains(t, ce.Reason, "records the log as synced")
+		for i, damage := range []func(){
+			func() { // the finished segment's tail
+				b := fileBytes(t, o.FS, segs2[0])
+				clear(b[32+int(lsns2[2]):])
+				setFile(t, o.FS, segs2[0], b)
+				b = fileBytes(t, o.FS, segs2[0])
+				clear(b[len(b)-24:]) // and its link, if written
+				setFile(t, o.FS, segs2[0], b)
+			},
+			func() { // the new segment's header
+				b := fileBytes(t, o.FS, segs2[1])
+				clear(b[:32])
+				setFile(t, o.FS, segs2[1], b)
+				b = fileBytes(t, o.FS, segs2[0])
+				clear(b[len(b)-24:])
+				setFile(t, o.FS, segs2[0], b)
+			},
+		} {
+			o.FS = mem2.ProcessCrash()
+			damage()
+			_, err = wal.Open(logDir, o)
+			var ce *wal.CorruptionError
+			require.ErrorAs(t, err, &ce, "damage %d", i)
+			require.Equal(t, segs2[i], ce.Segment)
+			require.Contains(t, ce.Reason, "records the log as synced")
+		}
 	})
 	require.NoError(t, l.Close())
 }

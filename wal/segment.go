@@ -145,7 +145,7 @@ func checkHeader(b []byte, name string, first LSN) error {
 // version) is reported as itself, not as damage in the segment before it.
 func (l *Log) checkSegmentHeaders(firsts []LSN) error {
 	var hdr []byte
-	for _, first := range firsts {
+	for i, first := range firsts {
 		name := segmentName(first)
 		path := filepath.Join(l.dir, name)
 		f, err := l.fs.Open(path)
@@ -167,6 +167,12 @@ func (l *Log) checkSegmentHeaders(firsts []LSN) error {
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("wal: open: reading the header of %s: %w", path, err)
+		}
+		if i > 0 && i == len(firsts)-1 && len(hdr) == segmentHeaderSize && headerUnwritten(hdr, first) {
+			// A roll wrote it without a sync and a crash lost it:
+			// recoverRoll decides (the last segment's scan reports it
+			// if it stays).
+			continue
 		}
 		if err := checkHeader(hdr, name, first); err != nil {
 			return err
@@ -304,6 +310,23 @@ func (l *Log) prepareSegment() (*segment, error) {
 // The caller sets s.first (under l.mu, on a roll): appenders read it under
 // l.mu while the leader installs s without it, so it is only read here.
 func (l *Log) installSegment(s *segment) error {
+	if err := l.writeHeader(s); err != nil {
+		return err
+	}
+	if err := l.syncSegment(s.f); err != nil {
+		return err
+	}
+	if err := l.nameSegment(s); err != nil {
+		return err
+	}
+	return l.syncDir()
+}
+
+// writeHeader writes s's header, naming s.first, through s's write handle
+// (unsynced). Under O_DIRECT it goes out as a whole block (header, then the
+// zeros already there), which becomes the partial block the first frames
+// rewrite.
+func (l *Log) writeHeader(s *segment) error {
 	hdr := encodeSegmentHeader(s.first, s.size, s.version)
 	if l.method.Direct() {
 		blk := alignedBuf(l.dio.align, l.dio.align)
@@ -312,18 +335,21 @@ func (l *Log) installSegment(s *segment) error {
 			return err
 		}
 		l.dio.setTail(0, hdr)
-	} else if _, err := s.f.WriteAt(hdr, 0); err != nil {
-		return err
+		return nil
 	}
-	if err := l.syncSegment(s.f); err != nil {
-		return err
-	}
+	_, err := s.f.WriteAt(hdr, 0)
+	return err
+}
+
+// nameSegment renames the prepared file of s to its segment name (not
+// synced: the caller syncs the directory when the name must be durable).
+func (l *Log) nameSegment(s *segment) error {
 	path := filepath.Join(l.dir, segmentName(s.first))
 	if err := l.fs.Rename(s.path, path); err != nil {
 		return err
 	}
 	s.path = path
-	return l.syncDir()
+	return nil
 }
 
 // syncFile syncs f, retrying EINTR (the call did not run) and nothing else.
