@@ -65,15 +65,18 @@
 // and by RemoveBefore before it removes anything), so a missing oldest
 // segment is too. Open finishes a RemoveBefore a crash interrupted.
 //
-// A roll seals the segment it finished in the background (syncs it, then
-// writes its link), so the commit path does not wait for that fdatasync; a
-// sync of the new segment syncs the finished one first, so the synced LSN
-// still advances in order. A crash can therefore leave the finished
-// segment's tail torn, with no link, while the new segment (format version
-// 4 or 5) holds frames. Open ends the log at the torn point unless a frame
-// of either segment vouches past it ([*CorruptionError]): the new segment's
-// frames, none of them acknowledged as durable, are quarantined and the
-// segment removed ([RecoveryInfo].DroppedSegment).
+// A roll takes no sync on the commit path: it writes the new segment's
+// header and renames it, and a goroutine seals the segment it finished
+// (syncs it, makes the new segment's name and header durable, then writes
+// the link). A sync of the log does what the sealing has not done yet
+// first, so the synced LSN still advances in order. A crash can therefore
+// leave the finished segment's tail torn, with no link, while the new
+// segment (format version 4 or 5) holds frames, or the new segment's
+// header unwritten. Open ends the log at the torn point (or at the new
+// segment) unless a frame of either segment vouches past it
+// ([*CorruptionError]): the new segment's frames, none of them acknowledged
+// as durable, are quarantined and the segment removed
+// ([RecoveryInfo].DroppedSegment).
 //
 // [Log.TruncateAfter] cuts the end of the log at a record's LSN. It records
 // the cut in the file "truncate-lsn" (16 bytes: the LSN and its xxhash64;

@@ -301,11 +301,12 @@ func (l *Log) prepareSegment() (*segment, error) {
 	return &segment{version: segmentVersion, size: l.opts.SegmentSize, limit: l.opts.SegmentSize, handed: segmentHeaderSize, path: path, f: f}, nil
 }
 
-// installSegment gives a prepared segment its first LSN, s.first: it writes the header,
-// syncs it, renames the file to its segment name and syncs the directory.
-// After it returns nil the segment survives a power loss. Under O_DIRECT the
-// header goes out as a whole block (header, then the zeros already there),
-// and the block becomes the partial block the first frames rewrite.
+// installSegment gives a prepared segment its first LSN, s.first: it writes
+// the header, syncs it, renames the file to its segment name and syncs the
+// directory. After it returns nil the segment survives a power loss. It
+// installs a new log's first segment, and every new segment under a
+// write-through method; other rolls write the header and rename without a
+// sync, and leave the syncs to the sealing (rollTo).
 //
 // The caller sets s.first (under l.mu, on a roll): appenders read it under
 // l.mu while the leader installs s without it, so it is only read here.
