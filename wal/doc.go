@@ -124,8 +124,11 @@
 // # On-disk format
 //
 // A segment file has a fixed size (Options.SegmentSize), is zero-filled and
-// synced under a temporary name, then given its 32-byte header, synced,
-// renamed to "%020d.wal" (its first LSN) and the directory synced. Frames
+// synced under a temporary name (or is a recycled file), then given its
+// 32-byte header and renamed to "%020d.wal" (its first LSN); the header and
+// the name are made durable by syncs before use for a new log's first
+// segment and under O_DSYNC, and by the roll's sealing otherwise (see
+// Recovery). Frames
 // follow the header back to back; a frame that does not fit starts a new
 // segment, and the unused tail of the old one holds zeros and no LSNs. A
 // segment file whose size differs from its header's is damage (Open fails):

@@ -107,7 +107,7 @@ type Options struct {
 	// the next, so that preparation proceeds at the device's pace with at
 	// most two steps queued ahead of the commits' syncs (elsewhere it runs
 	// at full speed: a fast buffered log needs its next segment soon). A later fdatasync (a
-	// commit's, a roll's, an interval's) then finds little left to write,
+	// commit's, a roll's sealing's, an interval's) then finds little left to write,
 	// and does not stall the commits behind it. It never makes anything
 	// durable and changes no policy's promise. It applies to the buffered
 	// methods (Fdatasync, Fsync) on Linux; elsewhere it does nothing.
@@ -119,9 +119,10 @@ type Options struct {
 	// been written since the last sync, besides its interval, as Redis's
 	// aof-rewrite-incremental-fsync syncs every 4 MB. A sync must also
 	// flush the device's cache, whose cost grows with what was written
-	// since the last one: under innodb=2 a segment roll, which syncs the
-	// finished segment on the commit path, otherwise waits for up to a
-	// second's worth of writes. It only adds syncs, in the background: no
+	// since the last one: under innodb=2 the interval's sync, and the
+	// sealing of a segment a roll finished, otherwise flush up to a
+	// second's worth of writes, and a commit that needs durability then
+	// waits for that (Log.Sync, AppendContext with ForceSync). It only adds syncs, in the background: no
 	// promise weakens, and Stats.Fsyncs and BackgroundSyncs count them.
 	// Default 0: off (the policies sync exactly as their settings say); a
 	// negative value makes Open fail with ErrInvalidOptions.

@@ -58,8 +58,10 @@ type RecoveryInfo struct {
 	// directory lock to the log being ready for appends.
 	Duration time.Duration
 	// DroppedSegment names the last segment file if Open removed it: a
-	// crash came inside the roll into it, before the segment the roll
-	// finished was synced, and that segment's tail was torn. Every frame
+	// crash came inside the roll into it, before its sealing was done, and
+	// either the segment the roll finished has a torn tail, or the dropped
+	// segment's header never reached the disk (zeros, or a recycled file's
+	// earlier header). Every frame
 	// of the dropped segment was written after the hole and none was
 	// acknowledged as durable (a commit's sync syncs the finished segment
 	// first); its frames are copied to a quarantine file first. "" if

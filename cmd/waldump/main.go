@@ -262,14 +262,25 @@ func errString(err error) string {
 	return err.Error()
 }
 
+// endFrameBytes is the size of an end or link frame: a frame header and no
+// payload (the wal package doc's frame layout).
+const endFrameBytes = 24
+
 func printText(w io.Writer, d *dump) {
 	fmt.Fprintf(w, "log %s\n", d.Dir)
 	printRecord(w, "first-lsn", d.FirstLSN, "none (a format-1 log, or one whose creation a crash interrupted)")
 	printRecord(w, "truncate-lsn", d.TruncateLSN, "none (no cut pending)")
 	fmt.Fprintf(w, "segments: %d\n", len(d.Segments))
 	for _, s := range d.Segments {
-		fmt.Fprintf(w, "  %s  first %d  size %d  version %d  records %d  frames end at LSN %d  closes with %s  max watermark %d  %s\n",
-			s.Name, s.FirstLSN, s.Size, s.Version, s.Records, s.ChainEnd, s.Closing, s.MaxWatermark, s.Status)
+		// An end or link frame takes no LSN space: the records end where
+		// it starts, and that is where the next segment starts.
+		end, closing := s.ChainEnd, s.Closing
+		if closing == wal.FrameEnd.String() || closing == wal.FrameLink.String() {
+			end -= endFrameBytes
+			closing += " frame at LSN " + strconv.FormatUint(uint64(end), 10)
+		}
+		fmt.Fprintf(w, "  %s  first %d  size %d  version %d  records %d  records end at LSN %d  closes with %s  max watermark %d  %s\n",
+			s.Name, s.FirstLSN, s.Size, s.Version, s.Records, end, closing, s.MaxWatermark, s.Status)
 		if s.Error != "" {
 			fmt.Fprintf(w, "    not inspected: %s\n", s.Error)
 		}
@@ -329,7 +340,7 @@ func printText(w io.Writer, d *dump) {
 	fmt.Fprintf(w, "verdict: Open would recover LSN %d to %d in %d %s; torn bytes %d; unvouched bytes %d; clean close %s; temporary files to remove %d (nothing was repaired)\n",
 		v.FirstLSN, v.EndLSN, v.Segments, segs, v.TornBytes, v.Unvouched, clean, v.RemovedTemp)
 	if v.Dropped != "" {
-		fmt.Fprintf(w, "verdict: the last roll was cut short before the segment it finished was synced: Open would quarantine the frames of %s and remove it\n", v.Dropped)
+		fmt.Fprintf(w, "verdict: the last roll was cut short before its sealing was done (the finished segment's tail torn, or this segment's header never written): Open would quarantine the frames of %s and remove it\n", v.Dropped)
 	}
 }
 
