@@ -198,7 +198,9 @@ func (l *Log) bufferedMethod() vfs.SyncMethod {
 // next's name and header durable, then writes the finished segment's link
 // frame naming next. Any sync of the log does whatever of that is not yet
 // done first (syncWrittenSynced), so the synced LSN only advances in order
-// and never past next's first LSN before next can be found. Until then,
+// and never past next's first LSN before the link is durable: next can be
+// found, and its header lost after that is damage, not a roll to undo.
+// Until then,
 // frames written to next carry watermarks no higher than its first LSN,
 // which lets recovery tell a roll cut short by a crash (the finished
 // segment's tail torn or next's header lost, and the link missing) from
@@ -270,15 +272,19 @@ func (l *Log) rollTo(next *segment) error {
 
 // A seal is what a roll leaves to do: sync the segment it finished
 // (settled: every LSN below next is durable), make the successor's name and
-// header durable (named), then write the finished segment's link frame and
-// close it.
+// header durable and then the finished segment's link frame naming it
+// (linked), and close the finished segment. Until linked, nothing at or
+// after next counts as synced: a power loss may yet take the successor's
+// header, and recovery then drops the successor (recoverRoll), which is
+// safe only because none of its frames was acknowledged as durable.
 type seal struct {
 	seg     *segment      // the finished segment
 	succ    *segment      // its successor, which receives the writes now
 	next    LSN           // the successor's first LSN
 	settled bool          // seg's frames are durable; guarded by syncMu
 	named   bool          // succ's name and header are durable; guarded by syncMu
-	done    chan struct{} // closed once the link is durable and seg closed, or the seal failed
+	linked  bool          // and then seg's link; guarded by syncMu
+	done    chan struct{} // closed once linked and seg closed, or the seal failed
 	err     error         // why it failed; set before done is closed
 }
 
@@ -296,15 +302,12 @@ func (l *Log) sealInBackground(sl *seal) {
 		err = l.settleLocked(sl) // a no-op unless nothing was written since the roll's sync
 	}
 	if err == nil {
-		err = l.nameLocked(sl, true)
+		err = l.linkLocked(sl)
 	}
 	written, synced := l.written.Load()+l.qbase, l.synced.Load()+l.qbase // a consistent pair under syncMu
 	l.syncMu.Unlock()
 	if err == nil {
 		l.q.Advance(written, synced)
-		if err = l.writeLink(sl.seg, sl.next); err != nil {
-			err = fmt.Errorf("linking %s to %s: %w", sl.seg.path, segmentName(sl.next), err)
-		}
 	}
 	// Settled, nothing syncs sl.seg.f again (settleLocked reads it only
 	// while unsettled, under syncMu).
@@ -341,28 +344,43 @@ func (l *Log) settleLocked(sl *seal) error {
 	return nil
 }
 
-// nameLocked makes the successor's name durable (a directory sync) and,
-// with header, its header (a sync of the successor, which covers the
-// frames written to it so far too; a caller about to sync the successor
-// anyway passes false and sets named itself once that sync succeeds).
-// l.syncMu is held.
-func (l *Log) nameLocked(sl *seal, header bool) error {
-	if sl.named {
+// linkLocked makes the successor's name durable (a directory sync) and its
+// header (a sync of the successor, which covers the frames written to it so
+// far too), unless a sync did already (named), then writes the finished
+// segment's link frame naming it and syncs that. l.syncMu is held. Any
+// failure poisons the log.
+func (l *Log) linkLocked(sl *seal) error {
+	if sl.linked {
 		return nil
 	}
 	if err := l.poisoned(); err != nil {
 		return err
 	}
-	if err := l.syncDir(); err != nil {
-		err = fmt.Errorf("making the name of %s durable: %w", sl.succ.path, err)
-		l.poison(err)
-		return err
-	}
-	if header {
+	if !sl.named {
+		if err := l.syncName(sl); err != nil {
+			return err
+		}
 		if err := l.syncTimed(sl.succ); err != nil {
 			return err
 		}
 		sl.named = true
+	}
+	if err := l.writeLink(sl.seg, sl.next); err != nil {
+		err = fmt.Errorf("linking %s to %s: %w", sl.seg.path, segmentName(sl.next), err)
+		l.poison(err)
+		return err
+	}
+	sl.linked = true
+	return nil
+}
+
+// syncName makes the successor's name durable: a directory sync. A
+// failure poisons the log.
+func (l *Log) syncName(sl *seal) error {
+	if err := l.syncDir(); err != nil {
+		err = fmt.Errorf("making the name of %s durable: %w", sl.succ.path, err)
+		l.poison(err)
+		return err
 	}
 	return nil
 }
@@ -434,17 +452,22 @@ func (l *Log) syncWrittenSynced(groups bool) (synced bool, err error) {
 			return true, nil
 		}
 	}
-	naming := sl != nil && !sl.named && seg == sl.succ
-	if naming {
-		if err := l.nameLocked(sl, false); err != nil {
+	linking := sl != nil && !sl.linked && seg == sl.succ
+	if linking && !sl.named {
+		if err := l.syncName(sl); err != nil {
 			return synced, err
 		}
 	}
 	if err := l.syncTimed(seg); err != nil {
 		return synced, err
 	}
-	if naming {
+	if linking {
+		// The successor's header is durable with this sync: link it
+		// before anything in it counts as synced.
 		sl.named = true
+		if err := l.linkLocked(sl); err != nil {
+			return true, err
+		}
 	}
 	l.synced.Store(target)
 	l.notifyTail()

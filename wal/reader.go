@@ -399,6 +399,13 @@ func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 		l.rollMu.Unlock()
 		if sl != nil && sl.seg.first < first {
 			<-sl.done
+			if sl.err != nil {
+				// Its successor's header may never have reached the
+				// disk: removing the segment would leave a log that
+				// starts in that successor, which Open cannot read.
+				return l.FirstLSN(), fmt.Errorf("%w: the roll into %s failed, and %s stays: %w",
+					ErrPoisoned, segmentName(sl.next), segmentName(sl.seg.first), sl.err)
+			}
 		}
 	}
 	if k > 0 {

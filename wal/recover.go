@@ -515,7 +515,8 @@ func (l *Log) reusable(path string, start LSN) bool {
 //     watermark above P's end; until S's header is durable, none above
 //     S's first LSN.)
 //   - If x is S's first LSN and S's header is good, P is whole; Open
-//     makes S's header and name durable, then rewrites the frames of P no
+//     writes S's header again and makes it and S's name durable, then
+//     rewrites the frames of P no
 //     watermark vouches for (they may be only in the page cache after a
 //     failed sync), counted in unvouched, before checkSealedSegment
 //     writes P's link.
@@ -579,11 +580,9 @@ func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error)
 		return firsts, 0, nil
 	}
 	pVersion := binary.LittleEndian.Uint32(psc.bytesAt(0)[8:12])
-	if pVersion >= 2 {
-		linked, err := psc.linkAt(sFirst)
-		if err != nil || linked {
-			return firsts, 0, err
-		}
+	// A version-1 segment gets a link too when it fits (writeLink).
+	if linked, err := psc.linkAt(sFirst); err != nil || linked {
+		return firsts, 0, err
 	}
 	clean, torn := l.info.Clean, l.info.TornBytes
 	x, proven, err := l.recoverTail(psc, pVersion)
@@ -601,8 +600,15 @@ func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error)
 		// written again before the link's sync makes P durable.
 		from := max(proven, min(sMark, sFirst))
 		if !l.readOnly {
-			if err := l.syncSegmentAt(sPath); err != nil {
-				return firsts, 0, fmt.Errorf("wal: open: syncing %s: %w", sName, err)
+			// Written again, not only synced: after a failed sync the
+			// page cache may hold it as clean while the disk does not
+			// (fsyncgate), and a sync would then write nothing.
+			hdr := make([]byte, segmentHeaderSize)
+			if err := ssc.readAt(hdr, 0); err != nil {
+				return firsts, 0, err
+			}
+			if err := l.rewriteHeader(sPath, hdr); err != nil {
+				return firsts, 0, fmt.Errorf("wal: open: writing the header of %s again: %w", sName, err)
 			}
 			if err := l.syncDir(); err != nil {
 				return firsts, 0, fmt.Errorf("wal: open: %w", err)
@@ -667,11 +673,15 @@ func headerUnwritten(b []byte, first LSN) bool {
 	return LSN(binary.LittleEndian.Uint64(b[16:24])) < first
 }
 
-// syncSegmentAt syncs the segment file at path through a handle of its own
-// (a sync covers every write to the file, whatever handle made it).
-func (l *Log) syncSegmentAt(path string) error {
+// rewriteHeader writes hdr, the header read from the segment file at path,
+// to it again and syncs it, through a buffered handle of its own.
+func (l *Log) rewriteHeader(path string, hdr []byte) error {
 	f, err := l.fs.OpenReadWrite(path, vfs.Fdatasync)
 	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(hdr, 0); err != nil {
+		f.Close()
 		return err
 	}
 	if err := l.syncFile(f); err != nil {

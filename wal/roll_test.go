@@ -234,13 +234,14 @@ func TestRollSealsInBackground(t *testing.T) {
 		require.NoError(t, l2.Close())
 		segs2 := segments(t, mem2)
 		require.Len(t, segs2, 2)
+		sFirst2 := segFirst(t, segs2[1])
 		for i, damage := range []func(){
 			func() { // the finished segment's tail
 				b := fileBytes(t, o.FS, segs2[0])
 				clear(b[32+int(lsns2[2]):])
 				setFile(t, o.FS, segs2[0], b)
 				b = fileBytes(t, o.FS, segs2[0])
-				clear(b[len(b)-24:]) // and its link, if written
+				clear(b[32+int(sFirst2):][:24]) // and its link
 				setFile(t, o.FS, segs2[0], b)
 			},
 			func() { // the new segment's header
@@ -248,7 +249,7 @@ func TestRollSealsInBackground(t *testing.T) {
 				clear(b[:32])
 				setFile(t, o.FS, segs2[1], b)
 				b = fileBytes(t, o.FS, segs2[0])
-				clear(b[len(b)-24:])
+				clear(b[32+int(sFirst2):][:24]) // and the link: as if the sealing had not written it
 				setFile(t, o.FS, segs2[0], b)
 			},
 		} {
