@@ -393,20 +393,6 @@ func (l *Log) writeFirstLSN(first LSN) error {
 	return l.writeLSNFile(firstLSNName, first)
 }
 
-// syncFirstLSN makes the first-lsn file's content durable, whatever the
-// sync method (an earlier process may have written it under another).
-func (l *Log) syncFirstLSN() error {
-	f, err := l.fs.OpenReadWrite(filepath.Join(l.dir, firstLSNName), vfs.Fdatasync)
-	if err != nil {
-		return err
-	}
-	if err := l.syncFile(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
 // checkFirst compares the segments found with the recorded start of the
 // log. Segments below it are what an interrupted RemoveBefore left: Open
 // finishes removing them (a read-only Log leaves them out of the log and
@@ -422,10 +408,11 @@ func (l *Log) checkFirst(firsts []LSN) (kept []LSN, recorded bool, err error) {
 	}
 	if len(firsts) > 1 && firsts[0] < first && firsts[1] <= first && !l.readOnly {
 		// The record is updated in place: after a process crash what was
-		// read may be only in the page cache. Make it durable before
-		// removing what it says is gone.
-		if err := l.syncFirstLSN(); err != nil {
-			return nil, true, fmt.Errorf("wal: open: syncing %s: %w", firstLSNName, err)
+		// read may be only in the page cache, and after a failed sync
+		// there as clean, so a sync would write nothing (fsyncgate).
+		// Write it again and sync it before removing what it says is gone.
+		if err := l.writeFirstLSN(first); err != nil {
+			return nil, true, fmt.Errorf("wal: open: writing %s again: %w", firstLSNName, err)
 		}
 	}
 	removed := false

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -774,4 +775,50 @@ func TestEndFrameFollowedByVouchingFrameIsCorrupt(t *testing.T) {
 	setFile(t, img, seg, b)
 	ce := corruptOpen(t, img, opts)
 	require.Equal(t, seg, ce.Segment)
+}
+
+// TestRemoveBeforeFirstLSNSyncFails: RemoveBefore updates first-lsn in
+// place and its sync fails as Linux's does (the page stays in the cache,
+// marked clean, and the disk keeps the old record). After a restart Open
+// reads the new record from the cache and finishes the removal; a power
+// loss after that must not bring back the old record with its oldest
+// segment gone ("missing"): Open writes the record again before removing
+// anything it says is gone.
+func TestRemoveBeforeFirstLSNSyncFails(t *testing.T) {
+	mem := vfs.NewMem()
+	var armed atomic.Bool
+	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, "first-lsn") && armed.CompareAndSwap(true, false) {
+			mem.FailNextSync(syscall.EIO)
+		}
+		return nil
+	})
+	opts := wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncEveryCommit(), RecycleSegments: -1}
+	l := openLog(t, vfs.Inject(mem, inj), opts)
+	for i := 0; len(segments(t, mem)) < 3; i++ {
+		_, err := l.Append(record(0, i, 300))
+		require.NoError(t, err)
+	}
+	require.NoError(t, l.Sync())
+	segs := segments(t, mem)
+	last := segFirst(t, segs[len(segs)-1])
+	armed.Store(true)
+	_, err := l.RemoveBefore(last)
+	require.Error(t, err, "the sync of first-lsn failed")
+	img := mem.ProcessCrash()
+	l.Close()
+
+	o := opts
+	o.FS = img
+	l2, err := wal.Open(logDir, o)
+	require.NoError(t, err)
+	require.Equal(t, last, l2.FirstLSN(), "Open finished the removal")
+	require.NoError(t, l2.Close())
+	for _, m := range []vfs.CrashMode{vfs.KeepAll(), vfs.DropAll()} {
+		o.FS = img.PowerLoss(m)
+		l3, err := wal.Open(logDir, o)
+		require.NoError(t, err, "%s", m)
+		require.Equal(t, last, l3.FirstLSN())
+		require.NoError(t, l3.Close())
+	}
 }
