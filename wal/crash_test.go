@@ -529,21 +529,26 @@ func TestCrashImagesAtEveryOp(t *testing.T) {
 		for _, wl := range workloads {
 			for _, window := range scanWindows {
 				t.Run(fmt.Sprintf("policy=%s/%s/window=%d", pol, wl.name, window), func(t *testing.T) {
-					crashImagesAtEveryOp(t, pol, wl.run, window)
+					crashImagesAtEveryOp(t, wal.WithScanWindow(wal.Options{SegmentSize: 4 << 10, Policy: pol}, window), wl.run)
 				})
 			}
 		}
 	}
 }
 
-func crashImagesAtEveryOp(t *testing.T, pol policy.Policy, workload workloadFunc, window int64) {
-	opts := wal.WithScanWindow(wal.Options{SegmentSize: 4 << 10, Policy: pol}, window)
+// crashImagesAtEveryOp runs workload with opts, takes a crash image (every
+// PowerLoss mode and a process crash) before each filesystem operation, and
+// checks that each recovers (checkRecovered).
+func crashImagesAtEveryOp(t *testing.T, opts wal.Options, workload workloadFunc) {
 	type snapshot struct {
 		img  vfs.FS
 		h    *history
 		what string
 	}
 	mem := vfs.NewMem()
+	if opts.SyncMethod.Direct() {
+		mem.SetDirectIOAlignment(512)
+	}
 	h := &history{}
 	var mu sync.Mutex
 	var snaps []snapshot
@@ -579,6 +584,9 @@ func crashImagesAtEveryOp(t *testing.T, pol policy.Policy, workload workloadFunc
 	for _, s := range snaps {
 		s.h.recs, s.h.lsns = h.recs, h.lsns // what may have reached the image
 		checkRecovered(t, s.img, opts, s.h, false, s.what)
+		if t.Failed() {
+			return
+		}
 	}
 	t.Logf("%d crash images, %d renames, %d removes", len(snaps), counts[vfs.OpRename], counts[vfs.OpRemove])
 }

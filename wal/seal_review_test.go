@@ -104,51 +104,6 @@ func TestSealRemoveBeforeAfterFailedSeal(t *testing.T) {
 	}
 }
 
-// sealCrashImages is crashImagesAtEveryOp with the options given: a crash
-// image (every PowerLoss mode and a process crash) before each filesystem
-// operation of the workload, each recovered and checked.
-func sealCrashImages(t *testing.T, opts wal.Options, workload workloadFunc) {
-	type snapshot struct {
-		img  vfs.FS
-		h    *history
-		what string
-	}
-	mem := vfs.NewMem()
-	if opts.SyncMethod.Direct() {
-		mem.SetDirectIOAlignment(512)
-	}
-	h := &history{}
-	var mu sync.Mutex
-	var snaps []snapshot
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		st := h.state()
-		n := op.Index
-		modes := []vfs.CrashMode{vfs.DropAll(), vfs.KeepAll(), vfs.TearAtSector(n),
-			vfs.KeepRandomSubsetOfBlocks(512, n), vfs.KeepRandomSubsetOfBlocks(4096, n)}
-		var add []snapshot
-		for _, m := range modes {
-			add = append(add, snapshot{mem.PowerLoss(m), st, fmt.Sprintf("before op %d (%s %s), %s", n, op.Kind, op.Path, m)})
-		}
-		add = append(add, snapshot{mem.ProcessCrash(), st, fmt.Sprintf("before op %d (%s %s), process crash", n, op.Kind, op.Path)})
-		if now := h.state(); now.removeAsked != st.removeAsked {
-			st.removeAsked, st.removeDone = now.removeAsked, false
-		}
-		mu.Lock()
-		snaps = append(snaps, add...)
-		mu.Unlock()
-		return nil
-	})
-	require.True(t, workload(t, vfs.Inject(mem, inj), opts, h))
-	for _, s := range snaps {
-		s.h.recs, s.h.lsns = h.recs, h.lsns
-		checkRecovered(t, s.img, opts, s.h, false, s.what)
-		if t.Failed() {
-			return
-		}
-	}
-	t.Logf("%d crash images", len(snaps))
-}
-
 // TestSealCrashImagesPolicies takes a crash image (every PowerLoss mode
 // and a process crash) before each filesystem operation of a rolling
 // workload, with and without recycled segments, under five policies and
@@ -165,7 +120,7 @@ func TestSealCrashImagesPolicies(t *testing.T) {
 		for _, pol := range pols {
 			for _, wl := range workloads {
 				t.Run(fmt.Sprintf("%v/%s/%s", m, pol, wl.name), func(t *testing.T) {
-					sealCrashImages(t, wal.Options{SegmentSize: 4 << 10, Policy: pol, SyncMethod: m}, wl.run)
+					crashImagesAtEveryOp(t, wal.Options{SegmentSize: 4 << 10, Policy: pol, SyncMethod: m}, wl.run)
 				})
 			}
 		}
@@ -173,7 +128,7 @@ func TestSealCrashImagesPolicies(t *testing.T) {
 }
 
 // sealRecoveryCrashes takes crash images of the workload before each of its
-// operations, like sealCrashImages; for each image whose Open undoes a roll
+// operations, like crashImagesAtEveryOp; for each image whose Open undoes a roll
 // or completes one (a dropped segment, or a sealed segment checked frame by
 // frame), it crashes that Open before each of its own operations, in
 // several modes, and checks that each of those images recovers too.
