@@ -200,9 +200,8 @@ func (l *Log) bufferedMethod() vfs.SyncMethod {
 // done first (syncWrittenSynced), so the synced LSN only advances in order
 // and never past next's first LSN before the link is durable: next can be
 // found, and its header lost after that is damage, not a roll to undo.
-// Until then,
-// frames written to next carry watermarks no higher than its first LSN,
-// which lets recovery tell a roll cut short by a crash (the finished
+// Until then, frames written to next carry watermarks no higher than its
+// first LSN, which lets recovery tell a roll cut short by a crash (the finished
 // segment's tail torn or next's header lost, and the link missing) from
 // damage (recoverRoll). The finished segment's final fdatasync must flush
 // everything written since the last sync, and whichever sync comes first
@@ -224,6 +223,7 @@ func (l *Log) rollTo(next *segment) error {
 	}
 	old := l.writeSeg
 	name := segmentName(next.first)
+	var sl *seal // nil under a write-through method: nothing is left to seal
 	if l.method.WriteThrough() {
 		if err := l.installSegment(next); err != nil {
 			return fmt.Errorf("installing segment %s: %w", name, err)
@@ -235,10 +235,7 @@ func (l *Log) rollTo(next *segment) error {
 		if err := l.nameSegment(next); err != nil {
 			return fmt.Errorf("naming segment %s: %w", name, err)
 		}
-	}
-	var sl *seal
-	if !l.method.WriteThrough() {
-		sl = &seal{seg: old, succ: next, next: next.first, done: make(chan struct{})}
+		sl = &seal{seg: old, succ: next, done: make(chan struct{})}
 	}
 	l.rollMu.Lock()
 	l.writeSeg = next
@@ -271,16 +268,15 @@ func (l *Log) rollTo(next *segment) error {
 }
 
 // A seal is what a roll leaves to do: sync the segment it finished
-// (settled: every LSN below next is durable), make the successor's name and
-// header durable and then the finished segment's link frame naming it
-// (linked), and close the finished segment. Until linked, nothing at or
-// after next counts as synced: a power loss may yet take the successor's
+// (settled: every LSN below the successor's first LSN is durable), make
+// the successor's name and header durable and then the finished segment's
+// link frame naming it (linked), and close the finished segment. Until
+// linked, nothing at or after the successor's first LSN counts as synced: a power loss may yet take the successor's
 // header, and recovery then drops the successor (recoverRoll), which is
 // safe only because none of its frames was acknowledged as durable.
 type seal struct {
 	seg     *segment      // the finished segment
 	succ    *segment      // its successor, which receives the writes now
-	next    LSN           // the successor's first LSN
 	settled bool          // seg's frames are durable; guarded by syncMu
 	named   bool          // succ's name and header are durable; guarded by syncMu
 	linked  bool          // and then seg's link; guarded by syncMu
@@ -337,8 +333,8 @@ func (l *Log) settleLocked(sl *seal) error {
 		return err
 	}
 	sl.settled = true
-	if l.synced.Load() < uint64(sl.next) {
-		l.synced.Store(uint64(sl.next))
+	if l.synced.Load() < uint64(sl.succ.first) {
+		l.synced.Store(uint64(sl.succ.first))
 		l.notifyTail()
 	}
 	return nil
@@ -365,8 +361,8 @@ func (l *Log) linkLocked(sl *seal) error {
 		}
 		sl.named = true
 	}
-	if err := l.writeLink(sl.seg, sl.next); err != nil {
-		err = fmt.Errorf("linking %s to %s: %w", sl.seg.path, segmentName(sl.next), err)
+	if err := l.writeLink(sl.seg, sl.succ.first); err != nil {
+		err = fmt.Errorf("linking %s to %s: %w", sl.seg.path, segmentName(sl.succ.first), err)
 		l.poison(err)
 		return err
 	}

@@ -404,7 +404,7 @@ func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 				// disk: removing the segment would leave a log that
 				// starts in that successor, which Open cannot read.
 				return l.FirstLSN(), fmt.Errorf("%w: the roll into %s failed, and %s stays: %w",
-					ErrPoisoned, segmentName(sl.next), segmentName(sl.seg.first), sl.err)
+					ErrPoisoned, segmentName(sl.succ.first), segmentName(sl.seg.first), sl.err)
 			}
 		}
 	}
