@@ -32,6 +32,7 @@ const (
 	OpTruncate
 	OpSize
 	OpClose
+	OpAllocate
 	numOpKinds
 )
 
@@ -41,6 +42,7 @@ var opNames = [...]string{
 	OpMkdirAll: "mkdirall", OpSyncDir: "syncdir", OpLock: "lock",
 	OpRead: "read", OpWrite: "write", OpSync: "sync",
 	OpTruncate: "truncate", OpSize: "size", OpClose: "close",
+	OpAllocate: "allocate",
 }
 
 // String returns the operation's lower-case name, e.g. "write"; it is the Op
@@ -60,7 +62,7 @@ type Op struct {
 	// for OpList, OpMkdirAll and OpSyncDir.
 	Path string
 	// Offset is the byte offset for OpRead and OpWrite and the new size for
-	// OpTruncate; 0 otherwise.
+	// OpTruncate and OpAllocate; 0 otherwise.
 	Offset int64
 	// Len is len(p) in bytes for OpRead and OpWrite; 0 otherwise.
 	Len int
@@ -301,6 +303,16 @@ func (f *injectFile) Truncate(size int64) error {
 		return err
 	}
 	return f.f.Truncate(size)
+}
+
+// Allocate is an operation (OpAllocate): a rule can fail it like a write,
+// e.g. with ENOSPC. Where the wrapped file cannot allocate, it returns the
+// wrapped file's error matching errors.ErrUnsupported, as [Allocate] does.
+func (f *injectFile) Allocate(size int64) error {
+	if err := f.fs.check(OpAllocate, f.name, size, 0, f.method); err != nil {
+		return err
+	}
+	return Allocate(f.f, size)
 }
 
 func (f *injectFile) Size() (int64, error) {

@@ -24,8 +24,8 @@ import (
 //   - Each file (inode) has its current content, the page cache, and its
 //     durable content, as of its last successful [File.Sync]. A Sync makes
 //     the current content and size durable, except bytes lost to an earlier
-//     failed sync (see [MemFS.FailNextSync]). Truncate, like WriteAt, changes
-//     only the current content.
+//     failed sync (see [MemFS.FailNextSync]). Truncate and Allocate
+//     ([Allocator]), like WriteAt, change only the current content.
 //   - Each directory has its current entries (name → inode) and its durable
 //     entries. Create, Rename, Remove and the file creation done by Lock
 //     change the current entries and are recorded as pending directory
@@ -624,6 +624,24 @@ func (f *memFile) Truncate(size int64) error {
 	}
 	f.ino.data = resize(f.ino.data, size)
 	f.ino.lost = subtractSpan(f.ino.lost, span{size, 1<<63 - 1})
+	return nil
+}
+
+// Allocate implements [Allocator]: it grows the file to size bytes of
+// zeros (never shrinks it), durable at the next Sync, as a Truncate that
+// grows it would.
+func (f *memFile) Allocate(size int64) error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.check("fallocate", true); err != nil {
+		return err
+	}
+	if size < 0 {
+		return pathErr("fallocate", f.name, syscall.EINVAL)
+	}
+	if size > int64(len(f.ino.data)) {
+		f.ino.data = resize(f.ino.data, size)
+	}
 	return nil
 }
 

@@ -162,6 +162,15 @@ func retryEINTR(op func() error) error {
 	}
 }
 
+// Allocate implements [Allocator] (fallocate on Linux; unsupported
+// elsewhere).
+func (o *osFile) Allocate(size int64) error {
+	if err := retryEINTR(func() error { return allocateFile(o.f, size) }); err != nil {
+		return &fs.PathError{Op: "fallocate", Path: o.f.Name(), Err: err}
+	}
+	return nil
+}
+
 // Writeback implements [Writebacker] (sync_file_range on Linux; a no-op
 // elsewhere).
 func (o *osFile) Writeback(off, n int64, wait bool) error {

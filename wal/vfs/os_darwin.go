@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -37,3 +38,7 @@ func fsTypeName(string) string { return "darwin" }
 
 // writebackFile is a no-op: darwin has no sync_file_range.
 func writebackFile(*os.File, int64, int64, bool) error { return nil }
+
+// allocateFile is unsupported: no fallocate on darwin (the caller writes
+// zeros instead).
+func allocateFile(*os.File, int64) error { return errors.ErrUnsupported }

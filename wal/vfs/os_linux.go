@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -105,4 +106,16 @@ func writebackFile(f *os.File, off, n int64, wait bool) error {
 		flags |= unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WAIT_AFTER
 	}
 	return unix.SyncFileRange(int(f.Fd()), off, n, flags)
+}
+
+// allocateFile reserves blocks for f's bytes [0, size): fallocate(2) with
+// mode 0 (the size grows to cover them). A filesystem that cannot
+// (EOPNOTSUPP; ENOSYS from an old kernel) yields an error matching
+// errors.ErrUnsupported as well as the errno.
+func allocateFile(f *os.File, size int64) error {
+	err := unix.Fallocate(int(f.Fd()), 0, 0, size)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+		return fmt.Errorf("%w: %w", err, errors.ErrUnsupported)
+	}
+	return err
 }

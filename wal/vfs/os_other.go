@@ -3,6 +3,7 @@
 package vfs
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -30,3 +31,7 @@ func fsTypeName(string) string { return runtime.GOOS }
 
 // writebackFile is a no-op: no sync_file_range on this platform.
 func writebackFile(*os.File, int64, int64, bool) error { return nil }
+
+// allocateFile is unsupported: no fallocate on this platform (the caller writes
+// zeros instead).
+func allocateFile(*os.File, int64) error { return errors.ErrUnsupported }
