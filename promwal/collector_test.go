@@ -101,16 +101,19 @@ durawal_wal_segment_bytes{log="orders"} 1.048576e+06
 # HELP durawal_wal_info Constant 1; labels tell the sync method in use and whether it is a fallback.
 # TYPE durawal_wal_info gauge
 durawal_wal_info{log="orders",sync_method="fdatasync",sync_method_fallback="false"} 1
-# HELP durawal_wal_segments_prepared_total Segments prepared for use (zero-filled, or reused), the first one included.
+# HELP durawal_wal_segments_prepared_total Segments prepared for use (allocated, zero-filled, or reused), the first one included.
 # TYPE durawal_wal_segments_prepared_total counter
 durawal_wal_segments_prepared_total{log="orders"} 1
+# HELP durawal_wal_segments_allocated_total Segments prepared by allocating their blocks (fallocate) instead of writing zeros.
+# TYPE durawal_wal_segments_allocated_total counter
+durawal_wal_segments_allocated_total{log="orders"} 1
 # HELP durawal_wal_segment_prepare_bytes_total Bytes written to prepare segments (zeros).
 # TYPE durawal_wal_segment_prepare_bytes_total counter
-durawal_wal_segment_prepare_bytes_total{log="orders"} 1.048576e+06
+durawal_wal_segment_prepare_bytes_total{log="orders"} 0
 `
 	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want),
 		"durawal_wal_commits_total", "durawal_wal_appended_bytes_total", "durawal_wal_segments", "durawal_wal_segment_bytes", "durawal_wal_info",
-		"durawal_wal_segments_prepared_total", "durawal_wal_segment_prepare_bytes_total"))
+		"durawal_wal_segments_prepared_total", "durawal_wal_segments_allocated_total", "durawal_wal_segment_prepare_bytes_total"))
 	require.Equal(t, uint64(10), sampleCount(t, c, "durawal_wal_commit_duration_seconds"))
 	require.Equal(t, uint64(10), sampleCount(t, c, "durawal_wal_group_size"), "one group per lone commit")
 }

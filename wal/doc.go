@@ -123,8 +123,9 @@
 //
 // # On-disk format
 //
-// A segment file has a fixed size (Options.SegmentSize), is zero-filled and
-// synced under a temporary name (or is a recycled file), then given its
+// A segment file has a fixed size (Options.SegmentSize), is made under a
+// temporary name to read as zeros and synced (allocated with fallocate, or
+// zero-filled where commits sync; or it is a recycled file), then given its
 // 32-byte header and renamed to "%020d.wal" (its first LSN); the header and
 // the name are made durable by syncs before use for a new log's first
 // segment and under O_DSYNC, and by the roll's sealing otherwise (see

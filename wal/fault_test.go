@@ -185,7 +185,8 @@ func TestFaultEINTRRetried(t *testing.T) {
 
 // noSpaceInjector fails the creation of new segments with ENOSPC while full
 // is set: in mode "create" the Create of the temporary file fails, in mode
-// "zerofill" its zero-filling write is short with ENOSPC. Writes into
+// "zerofill" its zero-filling write is short with ENOSPC, in mode
+// "allocate" its allocation (fallocate) fails with ENOSPC. Writes into
 // existing (preallocated) segments never fail, as on a real filesystem.
 func noSpaceInjector(mode string, segSize int64, full *atomic.Bool, fired *atomic.Int64) vfs.Injector {
 	return vfs.InjectorFunc(func(op vfs.Op) error {
@@ -199,6 +200,9 @@ func noSpaceInjector(mode string, segSize int64, full *atomic.Bool, fired *atomi
 		case mode == "zerofill" && op.Kind == vfs.OpWrite && op.Offset == 0 && int64(op.Len) == segSize:
 			fired.Add(1)
 			return &vfs.ShortOp{Keep: op.Len / 2, Err: syscall.ENOSPC}
+		case mode == "allocate" && op.Kind == vfs.OpAllocate:
+			fired.Add(1)
+			return syscall.ENOSPC
 		}
 		return nil
 	})
@@ -207,9 +211,10 @@ func noSpaceInjector(mode string, segSize int64, full *atomic.Bool, fired *atomi
 // TestFaultNoSpaceAtSegmentCreation is §7.4: with the disk full when the
 // next segment must be created, Append blocks up to NoSpaceTimeout, then
 // returns ErrNoSpace without poisoning; once space is back the log goes on
-// and nothing acknowledged is lost.
+// and nothing acknowledged is lost. Mode "allocate" runs under SyncNever,
+// whose new segments are allocated rather than zero-filled.
 func TestFaultNoSpaceAtSegmentCreation(t *testing.T) {
-	for _, mode := range []string{"create", "zerofill"} {
+	for _, mode := range []string{"create", "zerofill", "allocate"} {
 		t.Run(mode, func(t *testing.T) {
 			const segSize = 8 << 10 // 63 frames of 100-byte records
 			const timeout = 150 * time.Millisecond
@@ -218,6 +223,9 @@ func TestFaultNoSpaceAtSegmentCreation(t *testing.T) {
 			var fired atomic.Int64
 			opts := wal.Options{FS: vfs.Inject(mem, noSpaceInjector(mode, segSize, &full, &fired)),
 				SegmentSize: segSize, NoSpaceTimeout: timeout}
+			if mode == "allocate" {
+				opts.Policy = policy.SyncNever()
+			}
 			l, err := wal.Open(faultDir, opts)
 			require.NoError(t, err)
 			var j journal

@@ -52,8 +52,10 @@ type Options struct {
 	GroupCommit groupcommit.Options
 	// SegmentSize is the size in bytes of each segment file; the active
 	// segment is rolled when the next frame does not fit. Segments are
-	// zero-filled to this size before use (or are recycled files of this
-	// size, see RecycleSegments). MinSegmentSize..MaxSegmentSize,
+	// made this size before use, reading as zeros: allocated (fallocate),
+	// or zero-filled where commits sync (SyncEveryCommit, SyncEveryN), so
+	// that their fdatasyncs find written blocks; or they are recycled
+	// files of this size (see RecycleSegments). MinSegmentSize..MaxSegmentSize,
 	// default DefaultSegmentSize (64 MiB). A log reopened with another
 	// SegmentSize keeps its existing segments as they are.
 	SegmentSize int64

@@ -163,7 +163,7 @@ func (l *Log) recover() error {
 		if err := l.adoptPooled(pooled, 0); err != nil { // a new log: none is of it
 			return err
 		}
-		s, err := l.prepareSegment()
+		s, err := l.prepareSegment(true, false) // installSegment syncs it
 		if err != nil {
 			return fmt.Errorf("wal: open: creating the first segment: %w", noSpace(err))
 		}

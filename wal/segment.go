@@ -222,15 +222,32 @@ func (s *segment) room() int64 {
 // offset returns the file offset of lsn within s.
 func (s *segment) offset(lsn LSN) int64 { return segmentHeaderSize + int64(lsn-s.first) }
 
-// prepareSegment creates a zero-filled, synced temporary segment file of
-// size bytes in dir (PostgreSQL XLogFileInit): appends into it later need no
-// size or extent updates, so fdatasync flushes data only. The file is opened
-// with the log's sync method; under O_DIRECT the zeros are written from an
-// aligned buffer in aligned chunks (SegmentSize is a multiple of the
-// alignment), under O_DSYNC each write is durable and no sync follows. A
-// failure removes the temporary file; ENOSPC is reported as an error
-// matching syscall.ENOSPC.
-func (l *Log) prepareSegment() (*segment, error) {
+// prepareSegment returns a temporary segment file of SegmentSize bytes in
+// dir that reads as zeros, or a recycled one: appends into it later need no
+// block allocation and no size update. A new file is made in one of two
+// ways:
+//
+//   - allocate (fallocate, vfs.Allocate): blocks reserved, no data written.
+//     Fast (under 2 ms for 64 MiB against 60-80 ms of zeros) and no write
+//     amplification, but its extents are marked unwritten, and a sync after
+//     a write into them commits that marking too: an fdatasync after a
+//     1 KiB write cost 1.07× [0.82-1.14] the median and 1.22× [1.00-1.36]
+//     the p99 of one into zeros (5 interleaved rounds of 3,000 on the
+//     2-core dev VM, ext4).
+//   - zero-fill (PostgreSQL XLogFileInit, InnoDB's redo files): zeros
+//     written and synced, so that a later fdatasync flushes data only.
+//
+// allocate asks for the first; sync asks for the file to be synced before
+// prepareSegment returns (a caller that syncs it next, installSegment, saves
+// one sync by passing false). prepareSegment falls back to zero-fill where
+// the file or its filesystem cannot allocate, and under a write-through
+// method (O_DSYNC), whose writes are each durable but whose allocation
+// would not be without an fsync. The file is opened with the log's sync
+// method; under O_DIRECT the zeros are written from an aligned buffer in
+// aligned chunks (SegmentSize is a multiple of the alignment), under O_DSYNC
+// each write is durable and no sync follows. A failure removes the
+// temporary file; ENOSPC is reported as an error matching syscall.ENOSPC.
+func (l *Log) prepareSegment(allocate, sync bool) (*segment, error) {
 	if s := l.reuseSegment(); s != nil {
 		return s, nil
 	}
@@ -248,13 +265,36 @@ func (l *Log) prepareSegment() (*segment, error) {
 		l.fs.Remove(path)
 		return nil, err
 	}
+	start := time.Now()
+	done := func() (*segment, error) {
+		if sync {
+			if err := l.syncSegment(f); err != nil {
+				return fail(err)
+			}
+		}
+		l.stats.seg.prepared.Add(1)
+		l.stats.seg.prepareTime.Add(int64(time.Since(start)))
+		return &segment{version: segmentVersion, size: l.opts.SegmentSize, limit: l.opts.SegmentSize, handed: segmentHeaderSize, path: path, f: f}, nil
+	}
+	if allocate && !l.method.WriteThrough() {
+		err := vfs.Allocate(f, l.opts.SegmentSize)
+		if err == nil {
+			s, err := done()
+			if err == nil {
+				l.stats.seg.allocated.Add(1)
+			}
+			return s, err
+		}
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return fail(err)
+		}
+	}
 	// 64 KiB zero-fill writes: a multiple of every accepted alignment, and
 	// small enough that the page cache keeps small folios for the file. After
 	// a zero-fill in 1 MiB writes, a 104-byte pwrite into the segment cost
 	// 2.1× as much (7.0–7.7 µs against 2.8–3.7 µs, medians of 5 interleaved
 	// rounds on the loaded 2-core dev VM, ext4, Linux 6.x); 4 KiB writes made
 	// the zero-fill itself 3.6× slower.
-	start := time.Now()
 	const chunk = 64 << 10
 	zeros := alignedBuf(int(min(chunk, l.opts.SegmentSize)), l.dio.align)
 	// Paced writeback (buffered methods): every step of WritebackAfter
@@ -292,13 +332,18 @@ func (l *Log) prepareSegment() (*segment, error) {
 			return fail(err)
 		}
 	}
-	if err := l.syncSegment(f); err != nil {
-		return fail(err)
-	}
-	l.stats.seg.prepared.Add(1)
 	l.stats.seg.prepareBytes.Add(uint64(l.opts.SegmentSize))
-	l.stats.seg.prepareTime.Add(int64(time.Since(start)))
-	return &segment{version: segmentVersion, size: l.opts.SegmentSize, limit: l.opts.SegmentSize, handed: segmentHeaderSize, path: path, f: f}, nil
+	return done()
+}
+
+// allocatesSpares reports whether the next segment is to be allocated
+// rather than zero-filled (prepareSegment): everywhere but where commits
+// sync (SyncEveryCommit, SyncEveryN), whose every fdatasync would pay for
+// the unwritten extents. A new log's first segment is allocated under every
+// policy, so that Open does not write a segment of zeros first.
+func (l *Log) allocatesSpares() bool {
+	k := l.pol.Kind()
+	return k != policy.KindSyncEveryCommit && k != policy.KindSyncEveryN
 }
 
 // installSegment gives a prepared segment its first LSN, s.first: it writes

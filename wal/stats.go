@@ -38,28 +38,34 @@ type counters struct {
 type segCounters struct {
 	prepared, prepareBytes atomic.Uint64
 	recycled, recycledKept atomic.Uint64
+	allocated              atomic.Uint64
 	prepareTime            atomic.Int64
 	waitTime, waitMax      atomic.Int64
 }
 
 // PrepareStats counts the segment lifecycle: preparing the next segment in
 // the background once the current one is an eighth full (reusing a file
-// RemoveBefore kept, or zero-filling and syncing a new one, its zeros handed
-// to the device in steps of Options.WritebackAfter), and the appends that
+// RemoveBefore kept, or making a new one: allocated with fallocate, or,
+// where commits sync, zero-filled, its zeros handed to the device in steps
+// of Options.WritebackAfter; synced either way), and the appends that
 // had to wait for one. Counts are since Open; durations are totals of wall
 // time.
 type PrepareStats struct {
 	// Prepared counts segments prepared, the one a new log starts with
 	// included; Recycled counts those of them that reused a file
-	// (Options.RecycleSegments) instead of zero-filling a new one.
-	Prepared, Recycled uint64
+	// (Options.RecycleSegments) instead of making a new one; Allocated
+	// those made new by reserving their blocks (fallocate) instead of
+	// writing zeros. The rest, Prepared-Recycled-Allocated, were
+	// zero-filled.
+	Prepared, Recycled, Allocated uint64
 	// Kept counts segment files RemoveBefore kept for reuse instead of
 	// removing them (PostgreSQL wal_recycle).
 	Kept uint64
-	// PrepareTime is the time spent preparing them (zero-fill and sync).
+	// PrepareTime is the time spent preparing them (zero-fill or
+	// allocation, and sync).
 	PrepareTime time.Duration
 	// PrepareBytes counts the bytes written to prepare them (zeros; none
-	// for a recycled file).
+	// for a recycled or allocated file).
 	PrepareBytes uint64
 	// Waits counts appends that waited for a segment to be prepared, those
 	// that found a preparation already running included (the same count as
@@ -257,6 +263,7 @@ func (l *Log) Stats() Stats {
 		Prepare: PrepareStats{
 			Prepared:     c.seg.prepared.Load(),
 			Recycled:     c.seg.recycled.Load(),
+			Allocated:    c.seg.allocated.Load(),
 			Kept:         c.seg.recycledKept.Load(),
 			PrepareTime:  time.Duration(c.seg.prepareTime.Load()),
 			PrepareBytes: c.seg.prepareBytes.Load(),

@@ -613,7 +613,7 @@ func (l *Log) startPrepareLocked() {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		s, err := l.prepareSegment()
+		s, err := l.prepareSegment(l.allocatesSpares(), true)
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.preparing = false
