@@ -18,7 +18,7 @@ import (
 
 // The long experiment (issue 13, "the worst commit matters"): enough
 // volume to go through many segments, so that the segment lifecycle (the
-// next segment zero-filled and synced in the background, the roll, the
+// next segment allocated or zero-filled and synced in the background, the roll, the
 // wait for a segment not yet ready) shows in the tail of commit latency and
 // in the bytes the device writes. Not in the default run; -exp long.
 
@@ -71,7 +71,8 @@ type longFigures struct {
 	// Prepared, PrepareTime, SegmentWaitTime and SegmentWaitMax are
 	// Stats.Prepare over the measured window (log cells only).
 	Prepared        uint64        `json:"segments_prepared,omitempty"`
-	Recycled        uint64        `json:"segments_recycled,omitempty"` // of Prepared, those that reused a file
+	Recycled        uint64        `json:"segments_recycled,omitempty"`  // of Prepared, those that reused a file
+	Allocated       uint64        `json:"segments_allocated,omitempty"` // of Prepared, those allocated (fallocate), not zero-filled
 	PrepareTime     time.Duration `json:"prepare_time_ns,omitempty"`
 	SegmentWaitTime time.Duration `json:"segment_wait_time_ns,omitempty"`
 	SegmentWaitMax  time.Duration `json:"segment_wait_max_ns,omitempty"`
@@ -157,7 +158,7 @@ func explain(c slowCommit, tl *timeline) slowExplained {
 	}
 	for _, p := range tl.prepares() {
 		if p.overlaps(w) {
-			during = append(during, fmt.Sprintf("next segment being prepared (zero-fill+sync, %s ms)", fmtMS(p.to-p.from)))
+			during = append(during, fmt.Sprintf("next segment being prepared (allocation or zero-fill, and sync, %s ms)", fmtMS(p.to-p.from)))
 			break
 		}
 	}
@@ -423,6 +424,7 @@ func (le *longEnv) measureLog(name string, pol policy.Policy, n int, incremental
 	res.Long = longFiguresOf(samples, wa.finish(res.Commits*uint64(len(le.rec))))
 	res.Long.Prepared = after.Prepare.Prepared - before.Prepare.Prepared
 	res.Long.Recycled = after.Prepare.Recycled - before.Prepare.Recycled
+	res.Long.Allocated = after.Prepare.Allocated - before.Prepare.Allocated
 	res.Long.PrepareTime = after.Prepare.PrepareTime - before.Prepare.PrepareTime
 	res.Long.SegmentWaitTime = after.Prepare.WaitTime - before.Prepare.WaitTime
 	res.Long.SegmentWaitMax = after.Prepare.WaitMax
@@ -585,6 +587,7 @@ func longTables(lr *longResult, rounds int) []table {
 		{metric: "over_10ms", format: fmtCount}, {metric: "over_100ms", format: fmtCount},
 		{metric: "rolls", format: fmtCount, noFlag: true}, {metric: "segment_stalls", format: fmtCount, noFlag: true},
 		{metric: "segments_recycled", format: fmtCount, noFlag: true},
+		{metric: "segments_allocated", format: fmtCount, noFlag: true},
 		{metric: "prepare_ms_per_segment", format: fmtDashOr(fmtFloat1)},
 	})
 	tb := table{
@@ -594,7 +597,8 @@ func longTables(lr *longResult, rounds int) []table {
 			fmt.Sprintf("Each log cell appends %s (%s records) to a fresh log, so it fills, rolls and prepares about %d segments; "+
 				"the next segment is prepared in the background once the current one is an eighth full. The log is checkpointed: "+
 				"after every roll RemoveBefore drops every segment but the previous and the new one, and the next segments reuse "+
-				"the freed files (Options.RecycleSegments, no zero-fill); the first segments of a fresh log are zero-filled and synced. "+
+				"the freed files (Options.RecycleSegments); the first segments of a fresh log are made new: allocated (fallocate), "+
+				"except where commits sync (innodb=1), where all but the first are zero-filled, and synced. "+
 				"innodb=1 × 16: SyncEveryCommit, %d committers sharing group commits; innodb=2: write at commit, fdatasync once a second "+
 				"(and again with Options.IncrementalSync, which also syncs in the background whenever %s were written since the last sync); "+
 				"innodb=0: buffered, written and synced once a second; one committer each.",
@@ -606,15 +610,16 @@ func longTables(lr *longResult, rounds int) []table {
 				"the ceiling for =2 and =0.", datasyncName),
 			"Throughput is commits/s and payload MiB/s up to the last commit's return. Over 10 ms / over 100 ms count commits " +
 				"slower than that. Rolls and segment waits (appends that waited for the next segment, Stats.SegmentCreateStalls) " +
-				"are wal.Stats over the commits; recycled counts the segments prepared by reusing a file; prepare ms/segment is " +
-				"Stats.Prepare.PrepareTime ÷ Prepared over them (zero-fill and sync of a new segment, or reopening a recycled one).",
+				"are wal.Stats over the commits; recycled and allocated count the segments prepared by reusing a file and by fallocate " +
+				"(the rest were zero-filled); prepare ms/segment is Stats.Prepare.PrepareTime ÷ Prepared over them (allocation or " +
+				"zero-fill, and sync, of a new segment, or reopening a recycled one).",
 			fmt.Sprintf("Targets (issue 13): at innodb=1 × 16, no more commits over 10 ms than the raw loop, and p99.99 ≤ %d× the raw loop's p99.9; "+
 				"innodb=2 and innodb=0 max ≤ %s ms; write amplification ≤ %.2f×; innodb=2 ≥ %.2f× the raw pwrite throughput. "+
 				"The second table checks them on the medians.", targetTailRatio, fmtMS(targetBufferedMax), targetWA, targetThroughput),
 			roundsNote(rounds),
 		},
 		header: []string{"cell", "commits", "commits/s", "MiB/s", "p50 µs", "p99 µs", "p99.9 µs", "p99.99 µs", "max µs",
-			"> 10 ms", "> 100 ms", "rolls", "segment waits", "recycled", "prepare ms/segment", "write amplification"},
+			"> 10 ms", "> 100 ms", "rolls", "segment waits", "recycled", "allocated", "prepare ms/segment", "write amplification"},
 	}
 	for i, c := range cells {
 		tb.rows = append(tb.rows, append(append([]string{labels[i]}, rows[i]...), waCell(c)))
@@ -695,7 +700,7 @@ func worstTable(lr *longResult) table {
 	t := table{
 		title: fmt.Sprintf("long — the %d slowest commits of each log cell and what they waited on", longWorst),
 		notes: []string{"\"Waited on\" is the first that applies of: waited for spare segment (Stats.Prepare.Waits moved: the append " +
-			"waited for the next segment's zero-fill and sync), roll (the Observer saw a segment roll during the wait), log-buffer full " +
+			"waited for the next segment's preparation), roll (the Observer saw a segment roll during the wait), log-buffer full " +
 			"(Stats.BufferFullWaits moved), fdatasync took X ms (an fdatasync reported by the Observer overlapped the wait and took at " +
 			"least half of it), unknown. \"During the wait\" lists everything counted in it: the longest overlapping fdatasync (the " +
 			"commit's own, the background flusher's, a roll's or a segment preparation's), whether the next segment was being " +

@@ -115,7 +115,7 @@ func writeHeader(w io.Writer, h header) {
 		{"block device", h.Device},
 		{"durawal", h.Version},
 		{"record size", fmt.Sprintf("%d bytes", h.RecordSize)},
-		{"segment size", fmt.Sprintf("%s (zero-filled before use, or recycled after RemoveBefore)", fmtBytes(h.SegmentSize))},
+		{"segment size", fmt.Sprintf("%s (allocated or zero-filled before use, or recycled after RemoveBefore)", fmtBytes(h.SegmentSize))},
 		{"mode", h.Mode},
 		{"rounds", fmt.Sprintf("%d, interleaved", h.Rounds)},
 		{"started", h.Started.Format(time.RFC3339)},

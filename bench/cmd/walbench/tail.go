@@ -58,7 +58,7 @@ func tailTables(t *tailResult, disk *diskResult, rounds int) []table {
 		notes: []string{
 			"Our committers do nothing but commit, so level 0 measures the log buffer, not a database. " +
 				"Buffer-full waits are appends that had to write the log buffer first (Innodb_log_waits); " +
-				"segment stalls are appends that waited for the next segment to be zero-filled.",
+				"segment stalls are appends that waited for the next segment to be prepared.",
 			"Article: sysbench oltp_update_non_index, 16 threads, median of 5; each transaction does real work, " +
 				"so its rates are far lower. Its fdatasync: 0.42 ms mean, 1.8 ms p99. Its =0 row was measured only with O_DIRECT.",
 			fsyncCountNote, roundsNote(rounds),
