@@ -17,9 +17,10 @@ import (
 )
 
 // TestSegmentsAllocated: a new segment is allocated (fallocate), not
-// zero-filled, where commits do not sync, and a new log's first segment is
-// allocated under every policy; where commits sync (SyncEveryCommit,
-// SyncEveryN) later new segments are zero-filled. Each segment file on the
+// zero-filled, where commits return before their write (BufferedInterval,
+// AsyncCommit), and a new log's first segment is allocated under every
+// policy; where commits wait for their write or sync, later new segments
+// are zero-filled. Each segment file on the
 // OS has its full size with its blocks reserved, no zeros are counted as
 // written for an allocated one, and every record reads back after a
 // reopen.
@@ -29,8 +30,11 @@ func TestSegmentsAllocated(t *testing.T) {
 		pol       policy.Policy
 		allocated func(prepared uint64) uint64
 	}{
-		{policy.SyncNever(), func(p uint64) uint64 { return p }},
-		{policy.SyncInterval(10 * time.Millisecond), func(p uint64) uint64 { return p }},
+		{policy.BufferedInterval(10*time.Millisecond, time.Millisecond), func(p uint64) uint64 { return p }},
+		{policy.AsyncCommit(10*time.Millisecond, 1<<20), func(p uint64) uint64 { return p }},
+		{policy.SyncNever(), func(uint64) uint64 { return 1 }},
+		{policy.SyncInterval(10 * time.Millisecond), func(uint64) uint64 { return 1 }},
+		{policy.SyncIntervalPostponed(10*time.Millisecond, 20*time.Millisecond), func(uint64) uint64 { return 1 }},
 		{policy.SyncEveryCommit(), func(uint64) uint64 { return 1 }},
 		{policy.SyncEveryN(4), func(uint64) uint64 { return 1 }},
 	} {
@@ -82,7 +86,7 @@ func TestSegmentsAllocated(t *testing.T) {
 func TestSegmentsZeroFilledWhereAllocateIsUnsupported(t *testing.T) {
 	const segSize = 8 << 10
 	mem := vfs.NewMem()
-	opts := wal.Options{SegmentSize: segSize, Policy: policy.SyncNever()}
+	opts := wal.Options{SegmentSize: segSize, Policy: policy.BufferedInterval(time.Millisecond, time.Millisecond)}
 	l := openLog(t, noAllocFS{mem}, opts)
 	lsns := appendN(t, l, 1, 100, 300)
 	require.NoError(t, l.Close())

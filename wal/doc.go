@@ -124,8 +124,10 @@
 // # On-disk format
 //
 // A segment file has a fixed size (Options.SegmentSize), is made under a
-// temporary name to read as zeros and synced (allocated with fallocate, or
-// zero-filled where commits sync; or it is a recycled file), then given its
+// temporary name to read as zeros and synced (zero-filled, or allocated with
+// fallocate: a new log's first segment, and every new one under policies
+// whose commits return before their write; or it is a recycled file), then
+// given its
 // 32-byte header and renamed to "%020d.wal" (its first LSN); the header and
 // the name are made durable by syncs before use for a new log's first
 // segment and under O_DSYNC, and by the roll's sealing otherwise (see

@@ -45,9 +45,10 @@ type segCounters struct {
 
 // PrepareStats counts the segment lifecycle: preparing the next segment in
 // the background once the current one is an eighth full (reusing a file
-// RemoveBefore kept, or making a new one: allocated with fallocate, or,
-// where commits sync, zero-filled, its zeros handed to the device in steps
-// of Options.WritebackAfter; synced either way), and the appends that
+// RemoveBefore kept, or making a new one: zero-filled, its zeros handed to
+// the device in steps of Options.WritebackAfter where commits sync, or
+// allocated with fallocate where commits return before their write; synced
+// either way), and the appends that
 // had to wait for one. Counts are since Open; durations are totals of wall
 // time.
 type PrepareStats struct {
