@@ -598,7 +598,7 @@ func longTables(lr *longResult, rounds int) []table {
 				"the next segment is prepared in the background once the current one is an eighth full. The log is checkpointed: "+
 				"after every roll RemoveBefore drops every segment but the previous and the new one, and the next segments reuse "+
 				"the freed files (Options.RecycleSegments); the first segments of a fresh log are made new: allocated (fallocate), "+
-				"except where commits sync (innodb=1), where all but the first are zero-filled, and synced. "+
+				"for the first and, at innodb=0, the rest; zero-filled at innodb=1 and =2 (all but the first), and synced. "+
 				"innodb=1 × 16: SyncEveryCommit, %d committers sharing group commits; innodb=2: write at commit, fdatasync once a second "+
 				"(and again with Options.IncrementalSync, which also syncs in the background whenever %s were written since the last sync); "+
 				"innodb=0: buffered, written and synced once a second; one committer each.",
