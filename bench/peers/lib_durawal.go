@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
@@ -90,3 +91,15 @@ func (d *durawalLog) Syncs() int64 {
 }
 
 func (d *durawalLog) vfsSyncs() int64 { return d.c.Count(vfs.OpSync) + d.c.Count(vfs.OpSyncDir) }
+
+// openDurawalBuffered opens a durawal log whose commits return once their
+// record is in the log buffer (policy.BufferedInterval, InnoDB =0), written
+// every second and synced only hourly: the log-buffer append path alone.
+func openDurawalBuffered(dir string) (peerLog, error) {
+	c := &vfs.Counter{}
+	l, err := wal.Open(dir, wal.Options{Policy: policy.BufferedInterval(time.Hour, time.Second), FS: vfs.Inject(vfs.OS(), c)})
+	if err != nil {
+		return nil, err
+	}
+	return &durawalLog{l: l, c: c}, nil
+}
