@@ -7,12 +7,13 @@ package wal_test
 // The exact formula, from segment.go, recover.go and flush.go, for a fresh
 // log on one goroutine with no failures:
 //
-//	Fsyncs = 3                 Open: the first-lsn record, the zero-filled first segment,
-//	                           then its header
+//	Fsyncs = 2                 Open: the first-lsn record, and the first segment, allocated
+//	                           and given its header under one sync (3 where it must be
+//	                           zero-filled: no fallocate; its zeros are synced first)
 //	       + commit syncs      per policy: N (SyncEveryCommit), ⌊N/n⌋ (SyncEveryN(n)), ...
 //	       + 3·Rolls           each roll syncs the finished segment, the new header, then
 //	                           the link frame it writes into the finished segment
-//	       + Preparations      each new segment is zero-filled and synced before use:
+//	       + Preparations      each new segment is allocated or zero-filled, and synced, before use:
 //	                           one per roll, plus one if the last segment got past an eighth
 //	                           full (its spare is prepared, then removed by Close)
 //	       + [Close syncs]     1 if anything was unsynced at Close
@@ -71,7 +72,7 @@ func TestCountSyncEveryCommit(t *testing.T) {
 			st := l.Stats()
 			rolls, preps := expectedRolls(n, segSize)
 			require.Equal(t, uint64(rolls), st.Rolls)
-			checkRollSyncs(t, st.Fsyncs, uint64(3+n+preps+1), rolls)
+			checkRollSyncs(t, st.Fsyncs, uint64(2+n+preps+1), rolls)
 			require.Equal(t, mem.SyncCount(), int64(st.Fsyncs), "Fsyncs == the MemFS's own count of syncs")
 			// Open: the parent of the directory it creates, first-lsn, and the first segment's entry.
 			require.Equal(t, uint64(3+rolls), st.DirSyncs)
@@ -83,8 +84,8 @@ func TestCountSyncEveryCommit(t *testing.T) {
 }
 
 // checkRollSyncs checks fsyncs, a log's Stats.Fsyncs, against base, the
-// syncs of everything but its rolls, and rolls: 3 (Open: the first
-// segment's zero-fill and header, first-lsn) + one per committing sync +
+// syncs of everything but its rolls, and rolls: 2 (Open: the first
+// segment's allocation and header, first-lsn) + one per committing sync +
 // one per preparation + 1 (Close's end frame) is base. Each roll adds two
 // or three: the finished segment's sync and its link frame's, and, when
 // the sealing goroutine syncs the new segment before the next commit's own
@@ -122,7 +123,7 @@ func TestCountSyncEveryN(t *testing.T) {
 	st := l.Stats()
 	require.Equal(t, uint64(countCommits), st.Group.Groups)
 	rolls, preps := expectedRolls(countCommits, segSize)
-	checkRollSyncs(t, st.Fsyncs, uint64(3+countCommits/4+preps+1), rolls)
+	checkRollSyncs(t, st.Fsyncs, uint64(2+countCommits/4+preps+1), rolls)
 	require.Equal(t, mem.SyncCount(), int64(st.Fsyncs))
 }
 
@@ -163,10 +164,10 @@ func TestCountIntervalPolicies(t *testing.T) {
 				idle := l.Stats()
 				require.NoError(t, l.Close())
 				st := l.Stats()
-				// Open's 3, Close's end frame, and the spare's preparation
+				// Open's 2, Close's end frame, and the spare's preparation
 				// (1.28 MB is past an eighth of the segment).
 				require.EqualValues(t, 2, st.Prepare.Prepared, "the first segment and the spare")
-				got := int(st.Fsyncs) - 4 - 1
+				got := int(st.Fsyncs) - 3 - 1
 				t.Logf("%s: %d commits in %v: %d fsyncs (%d background), %.5f per commit",
 					tc.pol, commits, n*d, got, st.BackgroundSyncs, float64(got)/float64(commits))
 				require.GreaterOrEqual(t, got, tc.min)
@@ -202,7 +203,7 @@ func TestCountMatchesOSSyscalls(t *testing.T) {
 	st := l.Stats()
 	rolls, preps := expectedRolls(n, segSize)
 	require.Equal(t, uint64(rolls), st.Rolls)
-	checkRollSyncs(t, st.Fsyncs, uint64(3+n+preps+1), rolls)
+	checkRollSyncs(t, st.Fsyncs, uint64(2+n+preps+1), rolls)
 	require.Equal(t, c.Count(vfs.OpSync), int64(st.Fsyncs), "Fsyncs == fdatasync calls")
 	require.Equal(t, c.Count(vfs.OpSyncDir), int64(st.DirSyncs), "DirSyncs == directory fsync calls")
 	t.Logf("real disk: %d commits, %d fdatasync, %d dir fsync, fsync max %v", st.Commits, st.Fsyncs, st.DirSyncs, st.FsyncMaxDuration)

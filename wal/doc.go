@@ -127,10 +127,9 @@
 // temporary name to read as zeros and synced (zero-filled, or allocated with
 // fallocate: a new log's first segment, and every new one under policies
 // whose commits return before their write; or it is a recycled file), then
-// given its
-// 32-byte header and renamed to "%020d.wal" (its first LSN); the header and
-// the name are made durable by syncs before use for a new log's first
-// segment and under O_DSYNC, and by the roll's sealing otherwise (see
+// given its 32-byte header and renamed to "%020d.wal" (its first LSN); the
+// header and the name are made durable by syncs before use for a new log's
+// first segment and under O_DSYNC, and by the roll's sealing otherwise (see
 // Recovery). Frames
 // follow the header back to back; a frame that does not fit starts a new
 // segment, and the unused tail of the old one holds zeros and no LSNs. A

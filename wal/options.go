@@ -61,8 +61,9 @@ type Options struct {
 	// made this size before use, reading as zeros: zero-filled, so that
 	// fdatasyncs find written blocks, or allocated (fallocate) for a new
 	// log's first segment and where commits return before their write
-	// (BufferedInterval, AsyncCommit); or they are recycled files of this
-	// size (see RecycleSegments). MinSegmentSize..MaxSegmentSize,
+	// (BufferedInterval, AsyncCommit), where the filesystem can (Linux;
+	// not under O_DSYNC); or they are recycled files of this size (see
+	// RecycleSegments). MinSegmentSize..MaxSegmentSize,
 	// default DefaultSegmentSize (64 MiB). A log reopened with another
 	// SegmentSize keeps its existing segments as they are.
 	SegmentSize int64
@@ -76,7 +77,7 @@ type Options struct {
 	// is appended but not yet written, Append writes before copying more (a
 	// log-buffer wait, InnoDB's Innodb_log_waits). Default DefaultBufferSize.
 	// It mirrors innodb_log_buffer_size. Open allocates the buffer's two
-	// halves at BufferSize each (at most two SegmentSize's), so memory is
+	// halves at BufferSize each (each capped at 2×SegmentSize), so memory is
 	// about 2×BufferSize per open log from the start; a half grows past that
 	// only to take one frame larger than BufferSize.
 	BufferSize int

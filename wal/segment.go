@@ -39,7 +39,7 @@ import (
 // state as damage.
 const (
 	segmentHeaderSize = 32
-	segmentVersion    = 4 // written by this build for a zero-filled segment
+	segmentVersion    = 4 // written by this build for a new segment (allocated or zero-filled)
 	recycledVersion   = 5 // written by this build for a recycled segment
 	minSegmentVersion = 1 // the oldest this build reads
 	maxSegmentVersion = recycledVersion
@@ -348,7 +348,8 @@ func (l *Log) prepareSegment(allocate, sync bool) (*segment, error) {
 // (BufferedInterval) allocated ones gave 1.01-1.14M appends/s against
 // 0.86-0.95M and half the appends over 10 ms (4 interleaved rounds each on
 // the 2-core dev VM). A new log's first segment is allocated under every
-// policy, so that Open does not write a segment of zeros first.
+// policy (where prepareSegment can allocate at all), so that Open does not
+// write a segment of zeros first.
 func (l *Log) allocatesSpares() bool {
 	k := l.pol.Kind()
 	return k == policy.KindBufferedInterval || k == policy.KindAsyncCommit

@@ -43,14 +43,15 @@ type segCounters struct {
 	waitTime, waitMax      atomic.Int64
 }
 
-// PrepareStats counts the segment lifecycle: preparing the next segment in
-// the background once the current one is an eighth full (reusing a file
-// RemoveBefore kept, or making a new one: zero-filled, its zeros handed to
-// the device in steps of Options.WritebackAfter where commits sync, or
-// allocated with fallocate where commits return before their write; synced
-// either way), and the appends that
-// had to wait for one. Counts are since Open; durations are totals of wall
-// time.
+// PrepareStats counts the segment lifecycle: preparing a new log's first
+// segment inside Open, and each next segment in the background once the
+// current one is an eighth full (reusing a file RemoveBefore kept, or making
+// a new one: zero-filled, its zeros handed to the device in steps of
+// Options.WritebackAfter where commits sync, or allocated with fallocate
+// where commits return before their write and for a new log's first
+// segment, where the filesystem can; synced either way), and the appends
+// that had to wait for one. Counts are since Open (a reopened log starts
+// from zero); durations are totals of wall time.
 type PrepareStats struct {
 	// Prepared counts segments prepared, the one a new log starts with
 	// included; Recycled counts those of them that reused a file
@@ -63,7 +64,8 @@ type PrepareStats struct {
 	// removing them (PostgreSQL wal_recycle).
 	Kept uint64
 	// PrepareTime is the time spent preparing them (zero-fill or
-	// allocation, and sync).
+	// allocation, and sync; for a new log's first segment, whose sync
+	// Open does with its header, without that sync).
 	PrepareTime time.Duration
 	// PrepareBytes counts the bytes written to prepare them (zeros; none
 	// for a recycled or allocated file).

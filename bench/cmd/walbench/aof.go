@@ -79,7 +79,7 @@ func aofTables(a *aofResult, disk *diskResult, rounds int) []table {
 		title: fmt.Sprintf("aof — %s — batches of %s records per commit (AppendBatch), one goroutine",
 			art001.Short(), fmtInt(a.Words[0].Batch.first().RecordsPer)),
 		notes: []string{"A batch waits once, for its last record, like a pipelined batch in one Redis event-loop turn. " +
-			"The batches fit in an eighth of a segment (at least 3 run; with a large -size they may pass it), so no segment is rolled or zero-filled while they run; " +
+			"The batches fit in an eighth of a segment (at least 3 run; with a large -size they may pass it), so no segment is rolled or prepared while they run; " +
 			"MB/s counts record payload.", roundsNote(rounds)},
 		header: []string{"appendfsync", "records/s", "MB/s", "batch p50 µs", "batch p99 µs", "fsyncs", "batches", "article records/s"},
 	}

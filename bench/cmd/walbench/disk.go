@@ -113,7 +113,8 @@ func (e *env) baselineFile(n int) (*os.File, int64, func(), error) {
 		return nil, 0, nil, err
 	}
 	done := func() { f.Close(); os.RemoveAll(dir) }
-	// Zero-fill and sync first, as the log does with its segments, so that
+	// Zero-fill and sync first, as the log does with its spares where
+	// commits write or sync, so that
 	// fdatasync flushes data only, never size or extent changes.
 	fileSize := int64(n) * int64(e.cfg.size)
 	zeros := make([]byte, 1<<20)

@@ -16,7 +16,7 @@ import (
 	"github.com/durawal/durawal/wal/vfs"
 )
 
-// The long experiment (issue 13, "the worst commit matters"): enough
+// The long experiment ("the worst commit matters"): enough
 // volume to go through many segments, so that the segment lifecycle (the
 // next segment allocated or zero-filled and synced in the background, the roll, the
 // wait for a segment not yet ready) shows in the tail of commit latency and
@@ -537,7 +537,7 @@ func (le *longEnv) rawResult(name string, rec *measure.Recorder, elapsed time.Du
 	return r
 }
 
-// Targets of issue 13.
+// The targets the long experiment checks.
 const (
 	targetWA          = 1.15
 	targetBufferedMax = 10 * time.Millisecond
@@ -613,7 +613,7 @@ func longTables(lr *longResult, rounds int) []table {
 				"are wal.Stats over the commits; recycled and allocated count the segments prepared by reusing a file and by fallocate " +
 				"(the rest were zero-filled); prepare ms/segment is Stats.Prepare.PrepareTime ÷ Prepared over them (allocation or " +
 				"zero-fill, and sync, of a new segment, or reopening a recycled one).",
-			fmt.Sprintf("Targets (issue 13): at innodb=1 × 16, no more commits over 10 ms than the raw loop, and p99.99 ≤ %d× the raw loop's p99.9; "+
+			fmt.Sprintf("Targets: at innodb=1 × 16, no more commits over 10 ms than the raw loop, and p99.99 ≤ %d× the raw loop's p99.9; "+
 				"innodb=2 and innodb=0 max ≤ %s ms; write amplification ≤ %.2f×; innodb=2 ≥ %.2f× the raw pwrite throughput. "+
 				"The second table checks them on the medians.", targetTailRatio, fmtMS(targetBufferedMax), targetWA, targetThroughput),
 			roundsNote(rounds),
@@ -663,7 +663,7 @@ func waNote(lr *longResult) string {
 // targetsTable checks the issue's targets on the medians.
 func targetsTable(lr *longResult, rounds int) table {
 	t := table{
-		title:  "long — the targets of issue 13",
+		title:  "long — the targets",
 		notes:  []string{"Checked on the medians of the rounds; ratios are taken within each round. " + roundsNote(rounds)},
 		header: []string{"target", "measured", "met"},
 	}

@@ -25,7 +25,7 @@
 //	        (commits/s, p50, p99, p99.9, max, log-buffer waits)
 //	queue   not run by default: the adaptive and plain group-commit queues
 //	        back to back at 8, 16 and 32 committers, more commits each
-//	long    not run by default (issue 13, the worst commit): each cell
+//	long    not run by default (the worst commit): each cell
 //	        appends -long-volume (default 768 MiB, 24 MiB with -quick) of
 //	        1 KiB records (or -size, if given) through many segments:
 //	        innodb=1 with 16 committers, then a raw write+fdatasync loop for
@@ -189,7 +189,8 @@ var (
 )
 
 // quickSegment is the segment size of a -quick run unless -segment is
-// given: zero-filling 64 MiB per log would dominate a smoke run.
+// given: preparing 64 MiB segments (zero-filled where commits write or
+// sync) would dominate a smoke run.
 const quickSegment = 4 << 20
 
 // parseFlags parses args into a config. Errors wrap errUsage, or are
