@@ -83,6 +83,27 @@ type waMeter struct {
 	dev   *devCounter
 	na    string
 	start uint64
+	// mid and midPayload are the device counter and the payload bytes at
+	// markMid; midSet says markMid read the counter.
+	mid, midPayload uint64
+	midSet          bool
+	end             uint64 // the counter at finish
+}
+
+// markMid reads the device counter in the middle of a cell, without a
+// sync (which would stall the cell): finishSecondHalf then measures from
+// here. Writeback of what was written before the mark lands after it, so
+// the second half's figure errs high, never low. Not safe for concurrent
+// use with finish.
+func (m *waMeter) markMid(payload uint64) {
+	if m.dev == nil {
+		return
+	}
+	b, err := m.dev.bytesWritten()
+	if err != nil {
+		return
+	}
+	m.mid, m.midPayload, m.midSet = b, payload, true
 }
 
 // startWA syncs every filesystem (so that earlier cells' writeback does not
@@ -119,5 +140,21 @@ func (m *waMeter) finish(payload uint64) amplification {
 	if payload > 0 {
 		a.Ratio = float64(a.DeviceBytes) / float64(payload)
 	}
+	m.end = b
+	return a
+}
+
+// secondHalf returns the write amplification from markMid to finish (call
+// it after finish), or a zero Ratio with NA saying why there is none.
+func (m *waMeter) secondHalf(payload uint64) amplification {
+	a := amplification{NA: m.na}
+	if m.dev == nil || !m.midSet || m.end == 0 || payload <= m.midPayload {
+		if a.NA == "" {
+			a.NA = "no mid-cell reading"
+		}
+		return a
+	}
+	a.Device, a.DeviceBytes, a.PayloadBytes = m.dev.String(), m.end-m.mid, payload-m.midPayload
+	a.Ratio = float64(a.DeviceBytes) / float64(a.PayloadBytes)
 	return a
 }

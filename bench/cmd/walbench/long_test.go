@@ -118,7 +118,23 @@ func TestWAMeterWithoutDevice(t *testing.T) {
 	assert.True(t, metricFunc("write_amplification")(r) != metricFunc("write_amplification")(r), "NaN: not measured")
 	c := &cell{Rounds: []result{r}}
 	c.summarise()
-	assert.Equal(t, "n/a", waCell(c))
+	assert.Equal(t, "n/a", waCell(c, "write_amplification"))
+	assert.Equal(t, "n/a", waCell(c, "write_amplification_second_half"))
+}
+
+// TestWASecondHalf: the second half's write amplification is the device
+// bytes from the mid reading to the end over the payload written after the
+// mid reading; without a mid reading (or a device) there is none.
+func TestWASecondHalf(t *testing.T) {
+	m := &waMeter{dev: &devCounter{name: "vda", major: 254}, start: 1000, mid: 5000, midPayload: 4000, midSet: true, end: 9400}
+	a := m.secondHalf(8000)
+	assert.Equal(t, uint64(4400), a.DeviceBytes)
+	assert.Equal(t, uint64(4000), a.PayloadBytes)
+	assert.InDelta(t, 1.1, a.Ratio, 1e-9)
+	m.midSet = false
+	assert.Zero(t, m.secondHalf(8000).Ratio, "no mid reading")
+	assert.Equal(t, "no mid-cell reading", m.secondHalf(8000).NA)
+	assert.Zero(t, startWA(nil, "no device").secondHalf(10).Ratio)
 }
 
 func TestExplain(t *testing.T) {

@@ -143,6 +143,12 @@ var figures = []metric{
 		}
 		return l.WA.Ratio
 	})},
+	{"write_amplification_second_half", longFigure(func(_ result, l *longFigures) float64 {
+		if l.WASecond.Ratio == 0 {
+			return math.NaN()
+		}
+		return l.WASecond.Ratio
+	})},
 }
 
 // longFigure adapts a figure of the long experiment: NaN for other cells.
