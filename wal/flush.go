@@ -26,8 +26,11 @@ func (l *Log) flush(need groupcommit.Level) (written, synced uint64, err error) 
 	b := l.active
 	l.active = l.spareBuf
 	l.active.reset(l.next)
+	b.released() // appends waiting for room copy into the new active half
 	l.postponeStart, l.delayedSeen = time.Time{}, false
+	l.writing.Store(true)
 	l.mu.Unlock()
+	defer l.writing.Store(false)
 
 	if syncBeforeWrite && need == groupcommit.Synced { // the crashlab_late negative control only
 		l.syncMu.Lock()

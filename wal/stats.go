@@ -136,8 +136,11 @@ type Stats struct {
 	// to be sealed (synced and linked in the background) before they could
 	// start: a log that fills a segment faster than one fdatasync of it.
 	SealWaits uint64
-	// BufferFullWaits counts appends that had to write the log buffer
-	// before copying their record (Innodb_log_waits, wal_buffers_full).
+	// BufferFullWaits counts appends that found the log buffer full while
+	// its other half was still being written, and so waited for that
+	// write before copying their record (Innodb_log_waits,
+	// wal_buffers_full). A full half whose other half is free is handed to
+	// a writer without a wait and is not counted.
 	BufferFullWaits uint64
 	// SegmentCreateStalls counts appends that waited for a new segment to
 	// be prepared, whether they started the preparation or found it running

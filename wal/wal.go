@@ -93,6 +93,7 @@ type Log struct {
 	stats                     counters
 
 	syncKick chan struct{} // wakes the flusher for an incremental sync (Options.IncrementalSync); nil if off
+	writing  atomic.Bool   // a flush swapped a half out and has not finished writing and syncing it
 
 	poolMu sync.Mutex
 	pool   []string // paths of segment files kept for reuse (RecycleSegments), oldest first
@@ -106,6 +107,11 @@ type logBuffer struct {
 	start LSN
 	buf   []byte
 	rolls []roll // segments that begin inside buf, in LSN order
+	// swapped, when not nil, is closed once the buffer stops being the
+	// active one (flush swaps it out to write it): appends that found it
+	// full wait on it (reserveLocked), and flushed is closed when the
+	// write they asked for returned (written or failed). Both under l.mu.
+	swapped, flushed chan struct{}
 }
 
 // roll marks the LSN at which frames move to a new segment.
@@ -116,6 +122,16 @@ type roll struct {
 
 func (b *logBuffer) reset(start LSN) {
 	b.start, b.buf, b.rolls = start, b.buf[:0], b.rolls[:0]
+	b.released()
+}
+
+// released closes b.swapped, if an append waits on it: b is no longer the
+// active half (or was emptied in place). l.mu is held.
+func (b *logBuffer) released() {
+	if b.swapped != nil {
+		close(b.swapped)
+		b.swapped, b.flushed = nil, nil
+	}
 }
 
 // Open opens the log in dir, creating dir (and any missing parents) and an
@@ -463,18 +479,35 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte) (LSN, error) {
 		if err := l.usableLocked(); err != nil {
 			return 0, err
 		}
-		// Log buffer full: write it before copying more (Innodb_log_waits).
-		if len(l.active.buf) > 0 && len(l.active.buf)+int(fsz) > l.opts.BufferSize {
-			l.stats.bufferFullWaits.Add(1)
-			target := uint64(l.next) + l.qbase
-			l.mu.Unlock()
-			err := l.q.Wait(ctx, target, groupcommit.Written)
-			l.mu.Lock()
-			if err != nil {
-				if ctx.Err() != nil {
-					return 0, fmt.Errorf("%w: %w", ErrNotAppended, err)
+		// Log buffer full: hand the full half to a writer and copy into
+		// the other half once it is free. The append waits only while the
+		// previous half is still being written (Innodb_log_waits); the
+		// write of this one runs on, as InnoDB's log writer thread writes
+		// while transactions fill the log buffer.
+		if b := l.active; len(b.buf) > 0 && len(b.buf)+int(fsz) > l.opts.BufferSize {
+			if b.swapped == nil {
+				if l.writing.Load() {
+					l.stats.bufferFullWaits.Add(1)
 				}
-				return 0, err
+				b.swapped, b.flushed = make(chan struct{}), make(chan struct{})
+				target, flushed := uint64(l.next)+l.qbase, b.flushed
+				go func() {
+					// Errors reach the appends through usableLocked;
+					// a closed log's last flush is Close's.
+					l.q.Wait(context.Background(), target, groupcommit.Written)
+					close(flushed)
+				}()
+			}
+			swapped, flushed := b.swapped, b.flushed
+			l.mu.Unlock()
+			select {
+			case <-swapped:
+			case <-flushed:
+			case <-ctx.Done():
+			}
+			l.mu.Lock()
+			if err := ctx.Err(); err != nil {
+				return 0, fmt.Errorf("%w: %w", ErrNotAppended, err)
 			}
 			continue
 		}
