@@ -1,0 +1,90 @@
+//go:build unix
+
+package wal_test
+
+import (
+	"fmt"
+	"github.com/stretchr/testify/require"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/durawal/durawal/policy"
+	"github.com/durawal/durawal/wal"
+	"github.com/durawal/durawal/wal/vfs"
+)
+
+// allocPolicies are the policies whose spares are allocated.
+var allocPolicies = []policy.Policy{
+	policy.BufferedInterval(time.Millisecond, time.Millisecond),
+	policy.AsyncCommit(time.Millisecond, 0),
+}
+
+// TestAdvAllocCrashImages: crash images before every op, every PowerLoss
+// mode, under the policies that allocate spares.
+func TestAdvAllocCrashImages(t *testing.T) {
+	for _, m := range []vfs.SyncMethod{vfs.Fdatasync, vfs.ODirect, vfs.Fsync} {
+		for _, pol := range allocPolicies {
+			for _, seg := range []int64{4 << 10, 8 << 10} {
+				for _, wl := range workloads {
+					if seg > 4<<10 && wl.name == "recycling" {
+						continue // the workload needs 5 reuses
+					}
+					t.Run(fmt.Sprintf("%v/%s/%d/%s", m, pol, seg, wl.name), func(t *testing.T) {
+						crashImagesAtEveryOp(t, wal.Options{SegmentSize: seg, Policy: pol, SyncMethod: m}, wl.run)
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestAdvAllocFailEveryOp: fail each op in turn under the allocating policies.
+func TestAdvAllocFailEveryOp(t *testing.T) {
+	for _, m := range []vfs.SyncMethod{vfs.Fdatasync, vfs.ODirect} {
+		for _, pol := range allocPolicies {
+			for _, wl := range workloads {
+				t.Run(fmt.Sprintf("%v/%s/%s", m, pol, wl.name), func(t *testing.T) {
+					sealFailEveryOp(t, wal.Options{SegmentSize: 4 << 10, Policy: pol, SyncMethod: m}, wl.run)
+				})
+			}
+		}
+	}
+}
+
+// TestAdvPrepareBytesAfterFailedSync: a zero-filled spare whose sync fails
+// is discarded and not counted as Prepared; its zeros must not be counted
+// in PrepareBytes either, or PrepareBytes != (Prepared-Recycled-Allocated)
+// × SegmentSize, the invariant PrepareStats documents.
+func TestAdvPrepareBytesAfterFailedSync(t *testing.T) {
+	const segSize = 8 << 10
+	for _, pol := range []policy.Policy{policy.SyncEveryCommit(), policy.BufferedInterval(time.Millisecond, time.Millisecond)} {
+		t.Run(pol.String(), func(t *testing.T) {
+			mem := vfs.NewMem()
+			var fired atomic.Bool
+			inj := vfs.InjectorFunc(func(op vfs.Op) error {
+				if op.Kind == vfs.OpSync && strings.Contains(op.Path, "/prepare-") && !strings.HasSuffix(op.Path, "prepare-1.wal.tmp") && fired.CompareAndSwap(false, true) {
+					return syscall.EIO
+				}
+				return nil
+			})
+			l, err := wal.Open(logDir, wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: segSize, Policy: pol})
+			require.NoError(t, err)
+			var errs int
+			for i := range 300 {
+				if _, err := l.Append(record(1, i, 100)); err != nil {
+					errs++
+					require.NotErrorIs(t, err, wal.ErrPoisoned)
+				}
+			}
+			require.NoError(t, l.Close())
+			require.True(t, fired.Load(), "a spare's sync failed")
+			st := l.Stats().Prepare
+			t.Logf("append errors %d, %+v", errs, st)
+			require.Equal(t, (st.Prepared-st.Recycled-st.Allocated)*segSize, st.PrepareBytes,
+				"PrepareBytes counts the zeros of the zero-filled segments only")
+		})
+	}
+}
