@@ -266,11 +266,17 @@ func (l *Log) prepareSegment(allocate, sync bool) (*segment, error) {
 		return nil, err
 	}
 	start := time.Now()
-	done := func() (*segment, error) {
+	done := func(zeroed bool) (*segment, error) {
 		if sync {
 			if err := l.syncSegment(f); err != nil {
 				return fail(err)
 			}
+		}
+		// Counted only for a segment prepared, not for one discarded.
+		if zeroed {
+			l.stats.seg.prepareBytes.Add(uint64(l.opts.SegmentSize))
+		} else {
+			l.stats.seg.allocated.Add(1)
 		}
 		l.stats.seg.prepared.Add(1)
 		l.stats.seg.prepareTime.Add(int64(time.Since(start)))
@@ -279,11 +285,7 @@ func (l *Log) prepareSegment(allocate, sync bool) (*segment, error) {
 	if allocate && !l.method.WriteThrough() {
 		err := vfs.Allocate(f, l.opts.SegmentSize)
 		if err == nil {
-			s, err := done()
-			if err == nil {
-				l.stats.seg.allocated.Add(1)
-			}
-			return s, err
+			return done(false)
 		}
 		if !errors.Is(err, errors.ErrUnsupported) {
 			return fail(err)
@@ -332,8 +334,7 @@ func (l *Log) prepareSegment(allocate, sync bool) (*segment, error) {
 			return fail(err)
 		}
 	}
-	l.stats.seg.prepareBytes.Add(uint64(l.opts.SegmentSize))
-	return done()
+	return done(true)
 }
 
 // allocatesSpares reports whether the next segment is to be allocated
