@@ -88,3 +88,92 @@ func TestAdvPrepareBytesAfterFailedSync(t *testing.T) {
 		})
 	}
 }
+
+// TestAdvAllocateEIO: an allocation failing with EIO at Open fails Open
+// naming the cause and leaves no temporary file; at a spare's preparation
+// (allocating policies) it fails one Append without poisoning, the log
+// goes on, leaves no temporary file, and every appended record reads back.
+func TestAdvAllocateEIO(t *testing.T) {
+	t.Run("open", func(t *testing.T) {
+		mem := vfs.NewMem()
+		inj := vfs.InjectorFunc(func(op vfs.Op) error {
+			if op.Kind == vfs.OpAllocate {
+				return syscall.EIO
+			}
+			return nil
+		})
+		_, err := wal.Open(logDir, wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 8 << 10})
+		require.ErrorIs(t, err, syscall.EIO)
+		require.NotErrorIs(t, err, wal.ErrNoSpace)
+		requireNoTemp(t, mem)
+		l, err := wal.Open(logDir, wal.Options{FS: mem, SegmentSize: 8 << 10})
+		require.NoError(t, err)
+		require.NoError(t, l.Close())
+	})
+	for _, pol := range allocPolicies {
+		t.Run(pol.String(), func(t *testing.T) {
+			mem := vfs.NewMem()
+			var n atomic.Int64
+			inj := vfs.InjectorFunc(func(op vfs.Op) error {
+				if op.Kind == vfs.OpAllocate && n.Add(1) == 2 {
+					return syscall.EIO
+				}
+				return nil
+			})
+			opts := wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 8 << 10, Policy: pol}
+			l, err := wal.Open(logDir, opts)
+			require.NoError(t, err)
+			var lsns []wal.LSN
+			var errs int
+			for i := range 300 {
+				lsn, err := l.Append(record(1, i, 100))
+				if err != nil {
+					errs++
+					require.ErrorIs(t, err, syscall.EIO)
+					require.NotErrorIs(t, err, wal.ErrPoisoned)
+					continue
+				}
+				lsns = append(lsns, lsn)
+			}
+			require.Equal(t, 1, errs)
+			require.NoError(t, l.Close())
+			requireNoTemp(t, mem)
+			got, _, _ := replay(t, mem, wal.Options{SegmentSize: 8 << 10, Policy: pol})
+			require.Equal(t, lsns, got)
+			st := l.Stats().Prepare
+			require.Equal(t, st.Prepared, st.Allocated, "%+v", st)
+		})
+	}
+}
+
+func requireNoTemp(t *testing.T, mem *vfs.MemFS) {
+	t.Helper()
+	names, err := mem.List(logDir)
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		require.False(t, strings.HasSuffix(name, ".wal.tmp"), "%s left behind", name)
+	}
+}
+
+// TestAdvOpenFirstSegmentSyncFails: Open's first segment is no longer
+// synced by prepareSegment (sync=false) but by installSegment; a failure of
+// that sync must not leave the temporary file behind, as a failed
+// preparation's did not before the change.
+func TestAdvOpenFirstSegmentSyncFails(t *testing.T) {
+	for _, kind := range []vfs.OpKind{vfs.OpSync, vfs.OpWrite} {
+		t.Run(kind.String(), func(t *testing.T) {
+			mem := vfs.NewMem()
+			inj := vfs.InjectorFunc(func(op vfs.Op) error {
+				if op.Kind == kind && strings.Contains(op.Path, "/prepare-") {
+					return syscall.EIO
+				}
+				return nil
+			})
+			_, err := wal.Open(logDir, wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 8 << 10})
+			require.ErrorIs(t, err, syscall.EIO)
+			requireNoTemp(t, mem)
+		})
+	}
+}
