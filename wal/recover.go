@@ -169,6 +169,12 @@ func (l *Log) recover() error {
 		}
 		if err := l.installSegment(s); err != nil {
 			s.f.Close()
+			if strings.HasSuffix(s.path, tmpSuffix) {
+				// Not renamed yet: the first write and sync of an
+				// allocated segment are installSegment's, so remove it as
+				// a failed preparation does.
+				l.fs.Remove(s.path)
+			}
 			return fmt.Errorf("wal: open: installing the first segment: %w", err)
 		}
 		if err := l.writeFirstLSN(0); err != nil {
