@@ -108,3 +108,42 @@ func equalRecs(a, b [][]byte) bool {
 	}
 	return true
 }
+
+// TestAdvCountsMatchOS: Stats.Fsyncs, DirSyncs and Prepare.Allocated
+// against the system calls counted below the log on the real filesystem,
+// under the allocating policies and every sync method.
+func TestAdvCountsMatchOS(t *testing.T) {
+	base, err := os.MkdirTemp("/var/tmp", "advcount")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(base) })
+	for _, m := range vfs.SyncMethods() {
+		for pi, pol := range []policy.Policy{allocPolicies[0], allocPolicies[1], policy.SyncEveryCommit()} {
+			t.Run(fmt.Sprintf("%v/%s", m, pol), func(t *testing.T) {
+				var c vfs.Counter
+				opts := wal.Options{FS: vfs.Inject(vfs.OS(), &c), SegmentSize: 64 << 10, Policy: pol, SyncMethod: m}
+				l, err := wal.Open(fmt.Sprintf("%s/%d-%d", base, m, pi), opts)
+				if errors.Is(err, vfs.ErrSyncMethodUnsupported) {
+					t.Skip(err)
+				}
+				require.NoError(t, err)
+				for i := range 1500 {
+					_, err := l.Append(record(1, i, 100))
+					require.NoError(t, err)
+				}
+				require.NoError(t, l.Close())
+				st := l.Stats()
+				require.Equal(t, c.Count(vfs.OpSync), int64(st.Fsyncs), "Fsyncs == sync calls")
+				require.Equal(t, c.Count(vfs.OpSyncDir), int64(st.DirSyncs))
+				require.Equal(t, c.Count(vfs.OpAllocate), int64(st.Prepare.Allocated), "%+v", st.Prepare)
+				want := uint64(1)
+				if m.WriteThrough() {
+					want = 0
+				} else if pol.Kind() != policy.KindSyncEveryCommit {
+					want = st.Prepare.Prepared
+				}
+				require.Equal(t, want, st.Prepare.Allocated, "%+v", st.Prepare)
+				require.Equal(t, (st.Prepare.Prepared-st.Prepare.Allocated)*(64<<10), st.Prepare.PrepareBytes)
+			})
+		}
+	}
+}
