@@ -17,11 +17,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestAdvAllocRealFS: on the real ext4 of /var/tmp, every sync method and
+// TestAllocatedSegmentsRealFS: on the real ext4 of /var/tmp, every sync method and
 // a set of policies, allocated segments (and recycled files first used as
 // allocated segments) read back after close and reopen, and after a
 // second round of appends into recycled files.
-func TestAdvAllocRealFS(t *testing.T) {
+func TestAllocatedSegmentsRealFS(t *testing.T) {
 	base, err := os.MkdirTemp("/var/tmp", "advalloc")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(base) })
@@ -109,10 +109,10 @@ func equalRecs(a, b [][]byte) bool {
 	return true
 }
 
-// TestAdvCountsMatchOS: Stats.Fsyncs, DirSyncs and Prepare.Allocated
+// TestAllocatedCountsMatchOS: Stats.Fsyncs, DirSyncs and Prepare.Allocated
 // against the system calls counted below the log on the real filesystem,
 // under the allocating policies and every sync method.
-func TestAdvCountsMatchOS(t *testing.T) {
+func TestAllocatedCountsMatchOS(t *testing.T) {
 	base, err := os.MkdirTemp("/var/tmp", "advcount")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(base) })

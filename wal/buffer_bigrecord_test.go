@@ -14,21 +14,22 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestAdvRecordsAboveDefaultBuffer: with the default 2 MiB BufferSize,
+// TestRecordsAboveDefaultBuffer: with the default 2 MiB BufferSize,
 // records up to MaxRecordSize (4 MiB) and batches totalling more than the
-// buffer, from several goroutines, under every policy kind: no hang, no
+// buffer, from several goroutines, under four policies: no hang, no
 // error, and every record reads back after a reopen.
-func TestAdvRecordsAboveDefaultBuffer(t *testing.T) {
+func TestRecordsAboveDefaultBuffer(t *testing.T) {
+	// One policy per way a commit waits (sync, write, nothing), and the
+	// one that writes by size: every policy makes MemFS copy its whole
+	// 8 MiB segment at each sync, so all seven would take half a minute.
 	pols := []policy.Policy{
-		policy.SyncEveryCommit(), policy.SyncEveryN(3), policy.SyncInterval(time.Millisecond),
-		policy.SyncIntervalPostponed(time.Millisecond, 3*time.Millisecond), policy.SyncNever(),
-		policy.BufferedInterval(time.Millisecond, time.Millisecond), policy.AsyncCommit(time.Millisecond, 0),
-		policy.AsyncCommit(time.Millisecond, 1<<20),
+		policy.SyncEveryCommit(), policy.SyncInterval(time.Millisecond),
+		policy.BufferedInterval(time.Millisecond, time.Millisecond), policy.AsyncCommit(time.Millisecond, 1<<20),
 	}
 	for _, pol := range pols {
 		t.Run(pol.String(), func(t *testing.T) {
 			mem := vfs.NewMem()
-			opts := wal.Options{FS: mem, SegmentSize: 16 << 20, Policy: pol}
+			opts := wal.Options{FS: mem, SegmentSize: 8 << 20, Policy: pol}
 			l, err := wal.Open(logDir, opts)
 			require.NoError(t, err)
 			sizes := []int{wal.DefaultMaxRecordSize, 3 << 20, wal.DefaultBufferSize, wal.DefaultBufferSize + 1, 100, 2<<20 - 24, 1}

@@ -22,9 +22,9 @@ var allocPolicies = []policy.Policy{
 	policy.AsyncCommit(time.Millisecond, 0),
 }
 
-// TestAdvAllocCrashImages: crash images before every op, every PowerLoss
+// TestAllocatedSegmentCrashImages: crash images before every op, every PowerLoss
 // mode, under the policies that allocate spares.
-func TestAdvAllocCrashImages(t *testing.T) {
+func TestAllocatedSegmentCrashImages(t *testing.T) {
 	for _, m := range []vfs.SyncMethod{vfs.Fdatasync, vfs.ODirect, vfs.Fsync} {
 		for _, pol := range allocPolicies {
 			for _, seg := range []int64{4 << 10, 8 << 10} {
@@ -41,8 +41,8 @@ func TestAdvAllocCrashImages(t *testing.T) {
 	}
 }
 
-// TestAdvAllocFailEveryOp: fail each op in turn under the allocating policies.
-func TestAdvAllocFailEveryOp(t *testing.T) {
+// TestAllocatedSegmentFailEveryOp: fail each op in turn under the allocating policies.
+func TestAllocatedSegmentFailEveryOp(t *testing.T) {
 	for _, m := range []vfs.SyncMethod{vfs.Fdatasync, vfs.ODirect} {
 		for _, pol := range allocPolicies {
 			for _, wl := range workloads {
@@ -54,11 +54,11 @@ func TestAdvAllocFailEveryOp(t *testing.T) {
 	}
 }
 
-// TestAdvPrepareBytesAfterFailedSync: a zero-filled spare whose sync fails
+// TestPrepareBytesAfterFailedSync: a zero-filled spare whose sync fails
 // is discarded and not counted as Prepared; its zeros must not be counted
 // in PrepareBytes either, or PrepareBytes != (Prepared-Recycled-Allocated)
 // × SegmentSize, the invariant PrepareStats documents.
-func TestAdvPrepareBytesAfterFailedSync(t *testing.T) {
+func TestPrepareBytesAfterFailedSync(t *testing.T) {
 	const segSize = 8 << 10
 	for _, pol := range []policy.Policy{policy.SyncEveryCommit(), policy.BufferedInterval(time.Millisecond, time.Millisecond)} {
 		t.Run(pol.String(), func(t *testing.T) {
@@ -89,11 +89,11 @@ func TestAdvPrepareBytesAfterFailedSync(t *testing.T) {
 	}
 }
 
-// TestAdvAllocateEIO: an allocation failing with EIO at Open fails Open
+// TestAllocateEIO: an allocation failing with EIO at Open fails Open
 // naming the cause and leaves no temporary file; at a spare's preparation
 // (allocating policies) it fails one Append without poisoning, the log
 // goes on, leaves no temporary file, and every appended record reads back.
-func TestAdvAllocateEIO(t *testing.T) {
+func TestAllocateEIO(t *testing.T) {
 	t.Run("open", func(t *testing.T) {
 		mem := vfs.NewMem()
 		inj := vfs.InjectorFunc(func(op vfs.Op) error {
@@ -157,11 +157,11 @@ func requireNoTemp(t *testing.T, mem *vfs.MemFS) {
 	}
 }
 
-// TestAdvOpenFirstSegmentSyncFails: Open's first segment is no longer
+// TestOpenFirstSegmentSyncFails: Open's first segment is no longer
 // synced by prepareSegment (sync=false) but by installSegment; a failure of
 // that sync must not leave the temporary file behind, as a failed
 // preparation's did not before the change.
-func TestAdvOpenFirstSegmentSyncFails(t *testing.T) {
+func TestOpenFirstSegmentSyncFails(t *testing.T) {
 	for _, kind := range []vfs.OpKind{vfs.OpSync, vfs.OpWrite} {
 		t.Run(kind.String(), func(t *testing.T) {
 			mem := vfs.NewMem()
