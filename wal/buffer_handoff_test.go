@@ -85,6 +85,9 @@ func TestBufferFullHandsOffTheWrite(t *testing.T) {
 	hold.Store(false)
 	close(release)
 	require.NoError(t, <-done)
+	waited := l.Stats().CommitWaitNone
+	require.GreaterOrEqual(t, waited.Sum, 20*time.Millisecond, "the wait for the held write is in the commit latency")
+	require.Equal(t, uint64(len(lsns)+1), waited.Count, "every commit counted, the one that gave up excepted")
 	lsns = append(lsns, 0) // its LSN is not known here; check by count below
 	require.NoError(t, l.Close())
 
@@ -95,4 +98,28 @@ func TestBufferFullHandsOffTheWrite(t *testing.T) {
 	require.Len(t, got, len(lsns))
 	require.Equal(t, lsns[:len(lsns)-1], got[:len(got)-1])
 	require.Equal(t, payload(i, 200), recs[len(recs)-1])
+}
+
+// TestCommitLatencyFromFirstWait: a WaitNone commit that waits for nothing
+// reads no clock and counts as 0 in Stats.CommitWaitNone and for the
+// Observer; a commit that waits (here for its sync) is timed.
+func TestCommitLatencyFromFirstWait(t *testing.T) {
+	var durations []time.Duration
+	obs := &wal.ObserverFuncs{Commit: func(e wal.CommitEvent) { durations = append(durations, e.Duration) }}
+	l := openLog(t, vfs.NewMem(), wal.Options{Policy: policy.BufferedInterval(time.Hour, time.Hour), Observer: obs})
+	for i := range 100 {
+		_, err := l.Append(payload(i, 100))
+		require.NoError(t, err)
+	}
+	st := l.Stats().CommitWaitNone
+	require.Equal(t, uint64(100), st.Count)
+	require.Zero(t, st.Sum, "no wait, no clock")
+	require.Equal(t, make([]time.Duration, 100), durations)
+	_, err := l.AppendContext(context.Background(), payload(100, 100), wal.ForceSync)
+	require.NoError(t, err)
+	synced := l.Stats().CommitWaitSynced
+	require.Equal(t, uint64(1), synced.Count)
+	require.Positive(t, synced.Sum, "a commit that waits for its sync is timed")
+	require.Positive(t, durations[100])
+	require.NoError(t, l.Close())
 }

@@ -21,7 +21,7 @@ func TestCommitOvertakenByCloseIsNilWhenDurable(t *testing.T) {
 			}
 			ctx := context.Background()
 			l.mu.Lock()
-			if _, err := l.reserveLocked(ctx, []byte("x")); err != nil {
+			if _, err := l.reserveLocked(ctx, []byte("x"), new(time.Duration)); err != nil {
 				l.mu.Unlock()
 				t.Fatal(err)
 			}

@@ -129,8 +129,9 @@ type CommitEvent struct {
 	Wait policy.Wait
 	// Records is the number of records the call appended (1 for Append).
 	Records int
-	// Duration is the time from the call to its return, queueing for the
-	// log, group delay and I/O included.
+	// Duration is the time from the call's first wait to its return,
+	// queueing for the log, group delay and I/O included; 0 for a commit
+	// that waited for nothing (see Stats.CommitWaitNone).
 	Duration time.Duration
 	// Err is the call's error (its records are in the log: a context that
 	// ended, ErrDurabilityUnknown, ErrClosed), nil on success.

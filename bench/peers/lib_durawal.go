@@ -95,9 +95,11 @@ func (d *durawalLog) vfsSyncs() int64 { return d.c.Count(vfs.OpSync) + d.c.Count
 // openDurawalBuffered opens a durawal log whose commits return once their
 // record is in the log buffer (policy.BufferedInterval, InnoDB =0), written
 // every second and synced only hourly: the log-buffer append path alone.
-func openDurawalBuffered(dir string) (peerLog, error) {
+// writebackAfter is Options.WritebackAfter (0: the default, -1: off).
+func openDurawalBuffered(dir string, writebackAfter int64) (peerLog, error) {
 	c := &vfs.Counter{}
-	l, err := wal.Open(dir, wal.Options{Policy: policy.BufferedInterval(time.Hour, time.Second), FS: vfs.Inject(vfs.OS(), c)})
+	l, err := wal.Open(dir, wal.Options{Policy: policy.BufferedInterval(time.Hour, time.Second), FS: vfs.Inject(vfs.OS(), c),
+		WritebackAfter: writebackAfter})
 	if err != nil {
 		return nil, err
 	}
