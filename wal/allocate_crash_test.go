@@ -41,19 +41,6 @@ func TestAllocatedSegmentCrashImages(t *testing.T) {
 	}
 }
 
-// TestAllocatedSegmentFailEveryOp: fail each op in turn under the allocating policies.
-func TestAllocatedSegmentFailEveryOp(t *testing.T) {
-	for _, m := range []vfs.SyncMethod{vfs.Fdatasync, vfs.ODirect} {
-		for _, pol := range allocPolicies {
-			for _, wl := range workloads {
-				t.Run(fmt.Sprintf("%v/%s/%s", m, pol, wl.name), func(t *testing.T) {
-					sealFailEveryOp(t, wal.Options{SegmentSize: 4 << 10, Policy: pol, SyncMethod: m}, wl.run)
-				})
-			}
-		}
-	}
-}
-
 // TestPrepareBytesAfterFailedSync: a zero-filled spare whose sync fails
 // is discarded and not counted as Prepared; its zeros must not be counted
 // in PrepareBytes either, or PrepareBytes != (Prepared-Recycled-Allocated)
@@ -89,27 +76,11 @@ func TestPrepareBytesAfterFailedSync(t *testing.T) {
 	}
 }
 
-// TestAllocateEIO: an allocation failing with EIO at Open fails Open
-// naming the cause and leaves no temporary file; at a spare's preparation
-// (allocating policies) it fails one Append without poisoning, the log
-// goes on, leaves no temporary file, and every appended record reads back.
+// TestAllocateEIO: an allocation failing with EIO at a spare's preparation
+// (allocating policies) fails one Append without poisoning, the log goes
+// on, leaves no temporary file, and every appended record reads back. (At
+// Open: TestOpenAllocateFails.)
 func TestAllocateEIO(t *testing.T) {
-	t.Run("open", func(t *testing.T) {
-		mem := vfs.NewMem()
-		inj := vfs.InjectorFunc(func(op vfs.Op) error {
-			if op.Kind == vfs.OpAllocate {
-				return syscall.EIO
-			}
-			return nil
-		})
-		_, err := wal.Open(logDir, wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 8 << 10})
-		require.ErrorIs(t, err, syscall.EIO)
-		require.NotErrorIs(t, err, wal.ErrNoSpace)
-		requireNoTemp(t, mem)
-		l, err := wal.Open(logDir, wal.Options{FS: mem, SegmentSize: 8 << 10})
-		require.NoError(t, err)
-		require.NoError(t, l.Close())
-	})
 	for _, pol := range allocPolicies {
 		t.Run(pol.String(), func(t *testing.T) {
 			mem := vfs.NewMem()

@@ -119,23 +119,30 @@ func (n noAllocFS) OpenReadWrite(name string, m vfs.SyncMethod) (vfs.File, error
 
 type noAllocFile struct{ vfs.File }
 
-// TestOpenNoSpaceToAllocate: a new log whose first segment cannot be
-// allocated (ENOSPC from fallocate) fails to open with ErrNoSpace and
-// leaves no temporary file behind.
-func TestOpenNoSpaceToAllocate(t *testing.T) {
-	mem := vfs.NewMem()
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpAllocate {
-			return syscall.ENOSPC
-		}
-		return nil
-	})
-	_, err := wal.Open(logDir, wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 8 << 10})
-	require.ErrorIs(t, err, wal.ErrNoSpace)
-	require.ErrorIs(t, err, syscall.ENOSPC)
-	names, err := mem.List(logDir)
-	require.NoError(t, err)
-	for _, name := range names {
-		require.False(t, strings.HasSuffix(name, ".wal.tmp"), "a failed allocation leaves %s behind", name)
+// TestOpenAllocateFails: a new log whose first segment cannot be allocated
+// fails to open with the cause (ErrNoSpace for ENOSPC, not for EIO), leaves
+// no temporary file behind, and opens once the allocation works.
+func TestOpenAllocateFails(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EIO} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			mem := vfs.NewMem()
+			inj := vfs.InjectorFunc(func(op vfs.Op) error {
+				if op.Kind == vfs.OpAllocate {
+					return errno
+				}
+				return nil
+			})
+			_, err := wal.Open(logDir, wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 8 << 10})
+			require.ErrorIs(t, err, errno)
+			if errno == syscall.ENOSPC {
+				require.ErrorIs(t, err, wal.ErrNoSpace)
+			} else {
+				require.NotErrorIs(t, err, wal.ErrNoSpace)
+			}
+			requireNoTemp(t, mem)
+			l, err := wal.Open(logDir, wal.Options{FS: mem, SegmentSize: 8 << 10})
+			require.NoError(t, err)
+			require.NoError(t, l.Close())
+		})
 	}
 }

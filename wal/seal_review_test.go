@@ -494,8 +494,10 @@ func sealFailEveryOp(t *testing.T, opts wal.Options, workload workloadFunc) {
 }
 
 func TestSealFailEveryOp(t *testing.T) {
+	// BufferedInterval and AsyncCommit allocate their spares, the others
+	// zero-fill them.
 	pols := []policy.Policy{policy.SyncEveryCommit(), policy.SyncEveryN(3), policy.SyncInterval(time.Millisecond),
-		policy.BufferedInterval(time.Millisecond, time.Millisecond), policy.SyncNever()}
+		policy.BufferedInterval(time.Millisecond, time.Millisecond), policy.AsyncCommit(time.Millisecond, 0), policy.SyncNever()}
 	for _, m := range []vfs.SyncMethod{vfs.Fdatasync, vfs.ODirect} {
 		for _, pol := range pols {
 			for _, wl := range workloads {

@@ -107,7 +107,9 @@ func BenchmarkCommit(b *testing.B) {
 	}
 }
 
-func benchCommit(b *testing.B, l *lib, m mode, writers, size int) {
+// benchLogDir returns a new directory for one benchmark's log under -dir
+// (or the test's temporary directory), removed when the benchmark ends.
+func benchLogDir(b *testing.B) string {
 	root := *benchDir
 	if root == "" {
 		root = b.TempDir()
@@ -116,8 +118,12 @@ func benchCommit(b *testing.B, l *lib, m mode, writers, size int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
-	lg, err := l.open(dir, m)
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func benchCommit(b *testing.B, l *lib, m mode, writers, size int) {
+	lg, err := l.open(benchLogDir(b), m)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -187,16 +193,9 @@ func BenchmarkLogBufferAppend(b *testing.B) {
 	for _, size := range []int{100, 1000} {
 		for _, name := range []string{"durawal-buffered", "durawal-buffered-nowriteback", "pebble-nosync"} {
 			b.Run(fmt.Sprintf("size=%d/lib=%s", size, name), func(b *testing.B) {
-				root := *benchDir
-				if root == "" {
-					root = b.TempDir()
-				}
-				dir, err := os.MkdirTemp(root, "bench-")
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer os.RemoveAll(dir)
+				dir := benchLogDir(b)
 				var lg peerLog
+				var err error
 				switch name {
 				case "pebble-nosync":
 					lg, err = pebbleLib().open(dir, relaxed)
