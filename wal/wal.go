@@ -506,6 +506,7 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte, start *time.Duratio
 	}
 	fsz := frameSize(len(rec))
 	var deadline time.Time
+	counted := false // a buffer-full wait counts once per append
 	for {
 		if err := l.usableLocked(); err != nil {
 			return 0, err
@@ -516,10 +517,11 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte, start *time.Duratio
 		// write of this one runs on, as InnoDB's log writer thread writes
 		// while transactions fill the log buffer.
 		if b := l.active; len(b.buf) > 0 && len(b.buf)+int(fsz) > l.opts.BufferSize {
+			if !counted && l.writing.Load() { // every append that waits for it, not only the one handing b off
+				counted = true
+				l.stats.bufferFullWaits.Add(1)
+			}
 			if b.swapped == nil {
-				if l.writing.Load() {
-					l.stats.bufferFullWaits.Add(1)
-				}
 				b.swapped, b.flushed = make(chan struct{}), make(chan struct{})
 				target, flushed := uint64(l.next)+l.qbase, b.flushed
 				go func() {
