@@ -1,0 +1,93 @@
+package wal_test
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/durawal/durawal/policy"
+	"github.com/durawal/durawal/wal"
+	"github.com/durawal/durawal/wal/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCloseWaitsForTheHandedOffWrite: the write of a full log-buffer half
+// runs in the goroutine the append handed it to, after the append
+// returned. If the log is poisoned meanwhile (here: the seal of the
+// segment that write rolled away from fails its sync), Close must still
+// wait for that write before it closes the segment files: else the write
+// lands in a closed file (or, on the OS, a reused descriptor), or the next
+// writeAt finds the write segment's file nil and panics.
+func TestCloseWaitsForTheHandedOffWrite(t *testing.T) {
+	const bufSize = 4 << 10
+	mem := vfs.NewMem()
+	var first atomic.Value // the path the first segment's file was opened with
+	first.Store("")
+	var armed, failSync atomic.Bool
+	var held atomic.Int64
+	release := make(chan struct{})
+	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+		if !armed.Load() {
+			if op.Kind == vfs.OpWrite && strings.Contains(op.Path, ".wal") {
+				first.Store(op.Path) // the path the first segment was opened with
+			}
+			return nil
+		}
+		if op.Kind == vfs.OpSync && strings.Contains(op.Path, ".wal") && failSync.Load() {
+			return vfs.ErrInjected
+		}
+		if op.Kind == vfs.OpWrite && strings.Contains(op.Path, ".wal") && op.Path != first.Load().(string) && op.Offset < 32 {
+			failSync.Store(true) // the roll's header write: from here on, the seal's sync fails
+		}
+		if op.Kind == vfs.OpWrite && strings.Contains(op.Path, ".wal") && op.Path != first.Load().(string) && op.Offset >= 32 && held.Load() == 0 {
+			// The frames after the roll, in the new segment: the write
+			// is held while the roll's seal fails and poisons the log.
+			held.Add(1)
+			<-release
+		}
+		return nil
+	})
+	l := openLog(t, vfs.Inject(mem, inj), wal.Options{SegmentSize: 64 << 10, BufferSize: bufSize,
+		Policy: policy.BufferedInterval(time.Hour, time.Hour)})
+	require.Len(t, segments(t, mem), 1)
+
+	// Append until a roll is in the active half, then until that half is
+	// full and handed off: its write crosses into the second segment.
+	var rolled wal.LSN
+	for i := 0; ; i++ {
+		_, err := l.Append(payload(i, 200))
+		if err != nil && held.Load() > 0 {
+			require.ErrorIs(t, err, wal.ErrPoisoned)
+			break
+		}
+		require.NoError(t, err)
+		if rolled == 0 && l.AppendedLSN() > 64<<10 {
+			rolled = l.AppendedLSN()
+			armed.Store(true)
+		}
+		if held.Load() > 0 || (rolled != 0 && l.AppendedLSN() > rolled+2*bufSize) {
+			break
+		}
+	}
+	require.Eventually(t, func() bool { return held.Load() == 1 }, 5*time.Second, time.Millisecond,
+		"the handed-off write reached the second segment")
+	require.Eventually(t, func() bool { return l.Stats().Poisoned }, 5*time.Second, time.Millisecond,
+		"the seal's failed sync poisoned the log")
+
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close() }()
+	select {
+	case err := <-closed:
+		close(release)
+		t.Fatalf("Close returned (%v) while the handed-off write was still in flight", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case err := <-closed:
+		require.ErrorIs(t, err, wal.ErrPoisoned)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close hangs")
+	}
+}
