@@ -99,7 +99,7 @@ type Log struct {
 	pool   []string // paths of segment files kept for reuse (RecycleSegments), oldest first
 
 	stop chan struct{}  // closed by Close to stop the background flusher
-	wg   sync.WaitGroup // background flusher and segment preparers
+	wg   sync.WaitGroup // background flusher, segment preparers, log-buffer handoff writers
 }
 
 // logBuffer holds frames appended contiguously in LSN order from start.
@@ -524,7 +524,13 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte, start *time.Duratio
 			if b.swapped == nil {
 				b.swapped, b.flushed = make(chan struct{}), make(chan struct{})
 				target, flushed := uint64(l.next)+l.qbase, b.flushed
+				// In l.wg: the write may still run after the append
+				// returned, and Close must not close the files under it
+				// (a log poisoned meanwhile skips Close's final flush).
+				// Added under l.mu with l.closed false, before Close waits.
+				l.wg.Add(1)
 				go func() {
+					defer l.wg.Done()
 					// Errors reach the appends through usableLocked;
 					// a closed log's last flush is Close's.
 					l.q.Wait(context.Background(), target, groupcommit.Written)
@@ -797,7 +803,7 @@ func (l *Log) Close() error {
 		err = l.q.Wait(context.Background(), qend, groupcommit.Synced)
 	}
 	l.q.Fail(ErrClosed)
-	l.wg.Wait() // the flusher and any preparer have stopped
+	l.wg.Wait() // the flusher, any preparer and any handoff writer have stopped
 	// The last roll's sealing (settled by the final flush's sync, unless
 	// poisoned) finishes writing its link: nothing writes after Close.
 	if serr := l.awaitSeal(false); err == nil && serr != nil {
