@@ -21,7 +21,6 @@ type counters struct {
 	bufferFullWaits, segmentCreateStalls          atomic.Uint64
 	postponedWrites, delayedWrites                atomic.Uint64
 	fsyncTime, fsyncMax, writeTime, fsyncsPending atomic.Int64
-	poisoned                                      atomic.Bool
 	slowSyncs                                     atomic.Uint64
 	readerBytes, readerRecords                    atomic.Uint64
 
@@ -284,7 +283,7 @@ func (l *Log) Stats() Stats {
 		},
 		PostponedWrites: c.postponedWrites.Load(),
 		DelayedWrites:   c.delayedWrites.Load(),
-		Poisoned:        c.poisoned.Load(),
+		Poisoned:        l.poisonErr.Load() != nil, // what every entry point checks: set once any returned ErrPoisoned
 		AppendedLSN:     LSN(l.appended.Load()),
 		WrittenLSN:      LSN(l.written.Load()),
 		SyncedLSN:       LSN(l.synced.Load()),

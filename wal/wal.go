@@ -621,7 +621,6 @@ func (l *Log) poisoned() error {
 // later call returns ErrPoisoned; the queue hands groupErr to every waiter.
 func (l *Log) poison(cause error) {
 	if l.poisonErr.CompareAndSwap(nil, &cause) {
-		l.stats.poisoned.Store(true)
 		l.notifyTail() // waiting Readers see ErrPoisoned
 		l.opts.Logger.Error("wal: poisoned: the log fails closed", "dir", l.dir, "err", cause)
 		if o := l.opts.Observer; o != nil {
