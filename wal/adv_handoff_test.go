@@ -184,7 +184,7 @@ func TestAdvWriteFailsWhileHandoffPending(t *testing.T) {
 			h := &holder{release: make(chan struct{})}
 			base := runtime.NumGoroutine()
 			mem := vfs.NewMem()
-			l := openLog(t, vfs.Inject(mem, h.inj()), wal.Options{BufferSize: bufSize, Policy: pol})
+			l := openLog(t, vfs.Inject(mem, h.inj()), wal.Options{BufferSize: bufSize, Policy: pol, SegmentSize: 8 << 20}) // no segment preparer writes before the hold
 			h.hold.Store(true)
 			const n = 16
 			errs := make(chan error, n*100)
@@ -237,7 +237,7 @@ func TestAdvCloseWhileHandoffPending(t *testing.T) {
 	const bufSize = 4 << 10
 	h := &holder{release: make(chan struct{})}
 	mem := vfs.NewMem()
-	l := openLog(t, vfs.Inject(mem, h.inj()), wal.Options{BufferSize: bufSize, Policy: policy.BufferedInterval(time.Hour, time.Hour)})
+	l := openLog(t, vfs.Inject(mem, h.inj()), wal.Options{BufferSize: bufSize, Policy: policy.BufferedInterval(time.Hour, time.Hour), SegmentSize: 8 << 20})
 	h.hold.Store(true)
 	var ok sync.Map
 	var wg sync.WaitGroup

@@ -14,21 +14,26 @@ import (
 )
 
 // holder blocks log-segment writes (the log buffer's) while hold is set,
-// until release is closed, and fails .wal writes with fail once it is set.
+// until release is closed, and fails the held file's writes with fail once
+// it is set.
 type holder struct {
 	hold    atomic.Bool
 	held    atomic.Int64
 	release chan struct{}
 	fail    atomic.Pointer[error]
+	// heldPath is the file of the first held write; fail fails its writes
+	// only (not a segment preparer's).
+	heldPath atomic.Pointer[string]
 }
 
 func (h *holder) inj() vfs.Injector {
 	return vfs.InjectorFunc(func(op vfs.Op) error {
 		if op.Kind == vfs.OpWrite && strings.Contains(op.Path, ".wal") && op.Len > 1024 && h.hold.Load() {
+			h.heldPath.CompareAndSwap(nil, &op.Path)
 			h.held.Add(1)
 			<-h.release
 		}
-		if op.Kind == vfs.OpWrite && strings.Contains(op.Path, ".wal") {
+		if hp := h.heldPath.Load(); op.Kind == vfs.OpWrite && hp != nil && op.Path == *hp {
 			if p := h.fail.Load(); p != nil {
 				return *p
 			}
