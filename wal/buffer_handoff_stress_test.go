@@ -22,12 +22,12 @@ import (
 // The adversarial review of the log-buffer handoff (5b9de02) and the lazy
 // commit clock (5ab763c): what held up.
 
-// TestAdvHandoffStress: many concurrent appenders (Append, AppendBatch with
+// TestHandoffStress: many concurrent appenders (Append, AppendBatch with
 // records larger than BufferSize, short contexts, ReadRecord) on small log
 // buffers under every kind of policy: every record that was appended reads
 // back once, in LSN order, with its content; nothing else is in the log;
 // the commit histograms add up to Commits; no goroutine is left after Close.
-func TestAdvHandoffStress(t *testing.T) {
+func TestHandoffStress(t *testing.T) {
 	pols := map[string]policy.Policy{
 		"BufferedInterval": policy.BufferedInterval(time.Millisecond, time.Millisecond),
 		"AsyncCommit":      policy.AsyncCommit(time.Millisecond, 1<<10),
@@ -168,10 +168,10 @@ func TestAdvHandoffStress(t *testing.T) {
 	}
 }
 
-// TestAdvWriteFailsWhileHandoffPending: the write of a half fails while
+// TestWriteFailsWhileHandoffPending: the write of a half fails while
 // appends wait for the other half: every waiter returns an error matching
 // ErrPoisoned; none hangs; Close returns.
-func TestAdvWriteFailsWhileHandoffPending(t *testing.T) {
+func TestWriteFailsWhileHandoffPending(t *testing.T) {
 	for _, name := range []string{"BufferedInterval", "SyncEveryCommit", "SyncNever", "AsyncCommit"} {
 		t.Run(name, func(t *testing.T) {
 			pol := map[string]policy.Policy{
@@ -231,9 +231,9 @@ func TestAdvWriteFailsWhileHandoffPending(t *testing.T) {
 	}
 }
 
-// TestAdvCloseWhileHandoffPending: Close while appends wait for a held write:
+// TestCloseWhileHandoffPending: Close while appends wait for a held write:
 // all return, Close returns, every append that returned nil is in the log.
-func TestAdvCloseWhileHandoffPending(t *testing.T) {
+func TestCloseWhileHandoffPending(t *testing.T) {
 	const bufSize = 4 << 10
 	h := &holder{release: make(chan struct{})}
 	mem := vfs.NewMem()
@@ -298,10 +298,10 @@ func requireGoroutines(t *testing.T, base int) {
 	t.Fatalf("goroutines after Close: %d, before %d:\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
 }
 
-// TestAdvTruncateRacesHandoff: TruncateAfter while appenders fill a tiny log
+// TestTruncateRacesHandoff: TruncateAfter while appenders fill a tiny log
 // buffer: nothing hangs; after a reopen the log is a prefix-consistent
 // sequence (each record readable, LSNs increasing).
-func TestAdvTruncateRacesHandoff(t *testing.T) {
+func TestTruncateRacesHandoff(t *testing.T) {
 	for _, bs := range []int{1, 64, 4096} {
 		t.Run(fmt.Sprint(bs), func(t *testing.T) {
 			mem := vfs.NewMem()
@@ -362,10 +362,10 @@ func TestAdvTruncateRacesHandoff(t *testing.T) {
 	}
 }
 
-// TestAdvSyncFailsWhileHandoffPending: a failing fsync under
+// TestSyncFailsWhileHandoffPending: a failing fsync under
 // SyncEveryCommit with a group delay, tiny buffers: every caller gets
 // ErrPoisoned or nil, nobody hangs.
-func TestAdvSyncFailsWhileHandoffPending(t *testing.T) {
+func TestSyncFailsWhileHandoffPending(t *testing.T) {
 	for _, bs := range []int{1, 64, 4096} {
 		t.Run(fmt.Sprint(bs), func(t *testing.T) {
 			var fail atomic.Bool
@@ -421,10 +421,10 @@ func TestAdvSyncFailsWhileHandoffPending(t *testing.T) {
 	}
 }
 
-// TestAdvCrashSmallBuffer: the crash workloads with a 64-byte log buffer
+// TestCrashSmallLogBuffer: the crash workloads with a 64-byte log buffer
 // (every append hands a full half off): a failure at each operation, and a
 // crash image before each, recover every acknowledged record.
-func TestAdvCrashSmallBuffer(t *testing.T) {
+func TestCrashSmallLogBuffer(t *testing.T) {
 	for _, pol := range []policy.Policy{policy.SyncEveryCommit(), policy.SyncNever(), policy.BufferedInterval(time.Millisecond, time.Millisecond)} {
 		for _, wl := range workloads {
 			run := func(t *testing.T, fsys vfs.FS, opts wal.Options, h *history) bool {
@@ -442,11 +442,11 @@ func TestAdvCrashSmallBuffer(t *testing.T) {
 	}
 }
 
-// TestAdvBatchContextEndsDuringHandoffWait: a batch whose second record
+// TestBatchContextEndsDuringHandoffWait: a batch whose second record
 // finds the buffer full while the other half's write is held, and whose
 // context then ends, returns a *BatchError with Appended 1 (not
 // ErrNotAppended), and its first record is in the log.
-func TestAdvBatchContextEndsDuringHandoffWait(t *testing.T) {
+func TestBatchContextEndsDuringHandoffWait(t *testing.T) {
 	const bufSize = 4 << 10
 	h := &holder{release: make(chan struct{})}
 	mem := vfs.NewMem()
