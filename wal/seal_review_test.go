@@ -79,7 +79,15 @@ func TestSealRemoveBeforeAfterFailedSeal(t *testing.T) {
 			f.armed.Store(true)
 			for l.Stats().Rolls == rolls {
 				_, err := l.Append(record(1, 0, 300))
-				require.NoError(t, err)
+				if err != nil {
+					// Seen once in CI under -race (not understood: the
+					// roll was not yet counted when this append began):
+					// the seal had already failed, and the append's own
+					// flush found the log poisoned.
+					require.ErrorIs(t, err, wal.ErrPoisoned)
+					require.True(t, f.failed.Load(), "poisoned only by the failed seal")
+					break
+				}
 			}
 			// A frame in the new segment. The sealing may have failed
 			// on the new segment's sync already: then it is refused.
