@@ -106,7 +106,10 @@ func TestBufferFullHandsOffTheWrite(t *testing.T) {
 func TestCommitLatencyFromFirstWait(t *testing.T) {
 	var durations []time.Duration
 	obs := &wal.ObserverFuncs{Commit: func(e wal.CommitEvent) { durations = append(durations, e.Duration) }}
-	l := openLog(t, vfs.NewMem(), wal.Options{Policy: policy.BufferedInterval(time.Hour, time.Hour), Observer: obs})
+	// 1 MiB segments: 100 small records stay below the eighth-full mark,
+	// so no segment preparation runs and takes the log's lock meanwhile
+	// (an append that found it taken would wait, and be timed).
+	l := openLog(t, vfs.NewMem(), wal.Options{SegmentSize: 1 << 20, Policy: policy.BufferedInterval(time.Hour, time.Hour), Observer: obs})
 	for i := range 100 {
 		_, err := l.Append(payload(i, 100))
 		require.NoError(t, err)
