@@ -208,14 +208,7 @@ func TestWriteFailsWhileHandoffPending(t *testing.T) {
 			h.fail.Store(&e)
 			h.hold.Store(false)
 			close(h.release)
-			done := make(chan struct{})
-			go func() { wg.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				buf := make([]byte, 1<<20)
-				t.Fatalf("appenders hang:\n%s", buf[:runtime.Stack(buf, true)])
-			}
+			waitOrDump(t, &wg, 10*time.Second, "appenders hang")
 			close(errs)
 			failed := 0
 			for err := range errs {
@@ -263,14 +256,7 @@ func TestCloseWhileHandoffPending(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	h.hold.Store(false)
 	close(h.release)
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		buf := make([]byte, 1<<20)
-		t.Fatalf("hang:\n%s", buf[:runtime.Stack(buf, true)])
-	}
+	waitOrDump(t, &wg, 10*time.Second, "hang")
 	require.NoError(t, <-cerr)
 	l = openLog(t, mem, wal.Options{})
 	defer l.Close()
@@ -340,14 +326,7 @@ func TestTruncateRacesHandoff(t *testing.T) {
 				}
 			}
 			close(stop)
-			done := make(chan struct{})
-			go func() { wg.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				buf := make([]byte, 1<<20)
-				t.Fatalf("hang:\n%s", buf[:runtime.Stack(buf, true)])
-			}
+			waitOrDump(t, &wg, 10*time.Second, "hang")
 			require.NoError(t, l.Close())
 			l = openLog(t, mem, wal.Options{})
 			defer l.Close()
@@ -407,14 +386,7 @@ func TestSyncFailsWhileHandoffPending(t *testing.T) {
 					}
 				}()
 			}
-			done := make(chan struct{})
-			go func() { wg.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(20 * time.Second):
-				buf := make([]byte, 1<<20)
-				t.Fatalf("hang:\n%s", buf[:runtime.Stack(buf, true)])
-			}
+			waitOrDump(t, &wg, 20*time.Second, "hang")
 			l.Close()
 			requireGoroutines(t, base)
 		})
@@ -476,4 +448,18 @@ func TestBatchContextEndsDuringHandoffWait(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, payload(7, 200), got)
 	require.NoError(t, l.Close())
+}
+
+// waitOrDump waits for wg, failing the test with every goroutine's stack
+// if that takes longer than d (what names what hung).
+func waitOrDump(t *testing.T, wg *sync.WaitGroup, d time.Duration, what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%s:\n%s", what, buf[:runtime.Stack(buf, true)])
+	}
 }
