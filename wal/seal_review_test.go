@@ -80,10 +80,11 @@ func TestSealRemoveBeforeAfterFailedSeal(t *testing.T) {
 			for l.Stats().Rolls == rolls {
 				_, err := l.Append(record(1, 0, 300))
 				if err != nil {
-					// Seen once in CI under -race (not understood: the
-					// roll was not yet counted when this append began):
-					// the seal had already failed, and the append's own
-					// flush found the log poisoned.
+					// The append that rolls starts the seal; if the seal
+					// fails before that append's commit returns, the
+					// queue has failed (Queue.Wait returns the sticky
+					// error even for a covered LSN), so the append that
+					// rolled reports ErrPoisoned (seen in CI under -race).
 					require.ErrorIs(t, err, wal.ErrPoisoned)
 					require.True(t, f.failed.Load(), "poisoned only by the failed seal")
 					break
