@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -121,6 +122,76 @@ func (p *pebbleLog) Append(rec []byte) error {
 	wg.Wait()
 	return syncErr
 }
+
+// rotatingPebbleLog is pebbleLog in relaxed mode rotating its WAL as
+// pebble's DB does when a memtable of rotateAt bytes fills (DB.rotateWAL,
+// called from makeRoomForWrite on the commit path under the commit
+// mutex): the LogWriter is closed (its EOF trailer written and the file
+// synced), a new file created, the directory synced, and a new LogWriter
+// started, all before the append that found the WAL full goes on. It is
+// what a durawal roll does (seal the finished segment, start the next) with
+// pebble's timing: durawal seals in the background and makes only the next
+// roll wait for it.
+type rotatingPebbleLog struct {
+	dir      string
+	rotateAt int64
+	n        uint64 // file number of the current WAL
+	syncs    int64  // syncs of closed WALs
+	*pebbleLog
+}
+
+func openRotatingPebble(dir string, rotateAt int64) (*rotatingPebbleLog, error) {
+	l, err := pebbleLib().open(dir, relaxed)
+	if err != nil {
+		return nil, err
+	}
+	return &rotatingPebbleLog{dir: dir, rotateAt: rotateAt, n: 1, pebbleLog: l.(*pebbleLog)}, nil
+}
+
+func (p *rotatingPebbleLog) Append(rec []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.w.Size() >= p.rotateAt {
+		if err := p.rotateLocked(); err != nil {
+			return err
+		}
+	}
+	_, err := p.w.SyncRecord(rec, nil, nil)
+	return err
+}
+
+func (p *rotatingPebbleLog) rotateLocked() error {
+	if err := p.w.Close(); err != nil { // flushes, syncs and closes the file
+		return err
+	}
+	p.syncs += p.f.syncs.Load()
+	p.n++
+	f, err := vfs.Default.Create(filepath.Join(p.dir, fmt.Sprintf("%06d.log", p.n)))
+	if err != nil {
+		return err
+	}
+	d, err := vfs.Default.OpenDir(p.dir)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	p.syncs++
+	if err != nil {
+		f.Close()
+		return err
+	}
+	f = vfs.NewSyncingFile(f, vfs.SyncingFileOptions{PreallocateSize: 4 << 20 * 11 / 10})
+	p.f = &countingPebbleFile{File: f}
+	p.w = pebblerecord.NewLogWriter(p.f, 1, // the log number only tags chunks for recycled files, never read back here
+		pebblerecord.LogWriterConfig{QueueSemChan: p.sem})
+	return nil
+}
+
+func (p *rotatingPebbleLog) Syncs() int64 { return p.syncs + p.f.syncs.Load() }
 
 func (p *pebbleLog) Syncs() int64 { return p.f.syncs.Load() }
 func (p *pebbleLog) Close() error { return p.w.Close() }

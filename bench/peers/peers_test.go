@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/durawal/durawal/internal/measure"
+	"github.com/durawal/durawal/wal"
 )
 
 var benchDir = flag.String("dir", "", "directory on the disk to benchmark (default: the test's temp dir)")
@@ -183,7 +184,14 @@ func benchCommit(b *testing.B, l *lib, m mode, writers, size int) {
 // pebble's LogWriter with SyncRecord(p, nil, nil) (buffered, written by
 // its flush goroutine; pebble's Sync=false). durawal's segment preparation,
 // rolls and their background sealing fall inside the measurement; pebble
-// writes one preallocated file. Run with -benchmem and -count: the
+// writes one preallocated file. pebble-nosync-rotating adds what pebble's DB
+// does around its LogWriter each time a memtable fills: close the WAL (which
+// syncs it), create the next and sync the directory, on the commit path;
+// here every 64 MiB, durawal's default segment size, so both pay a sync per
+// 64 MiB (durawal's off the commit path, until a roll finds the previous
+// one's sealing still running: sealwaits). fullwaits, sparewaits,
+// sealwaits and rolls are durawal's Stats for the whole run.
+// Run with -benchmem and -count: the
 // sub-benchmarks alternate, so a ratio is taken within one run.
 // durawal-buffered-nowriteback turns Options.WritebackAfter off: by default
 // durawal hands every MiB written to the device (sync_file_range), so that
@@ -191,7 +199,7 @@ func benchCommit(b *testing.B, l *lib, m mode, writers, size int) {
 // runs at the device's speed, where pebble's writes stay in the page cache.
 func BenchmarkLogBufferAppend(b *testing.B) {
 	for _, size := range []int{100, 1000} {
-		for _, name := range []string{"durawal-buffered", "durawal-buffered-nowriteback", "pebble-nosync"} {
+		for _, name := range []string{"durawal-buffered", "durawal-buffered-nowriteback", "pebble-nosync", "pebble-nosync-rotating"} {
 			b.Run(fmt.Sprintf("size=%d/lib=%s", size, name), func(b *testing.B) {
 				dir := benchLogDir(b)
 				var lg peerLog
@@ -199,6 +207,8 @@ func BenchmarkLogBufferAppend(b *testing.B) {
 				switch name {
 				case "pebble-nosync":
 					lg, err = pebbleLib().open(dir, relaxed)
+				case "pebble-nosync-rotating":
+					lg, err = openRotatingPebble(dir, wal.DefaultSegmentSize)
 				case "durawal-buffered-nowriteback":
 					lg, err = openDurawalBuffered(dir, -1)
 				default:
@@ -216,10 +226,49 @@ func BenchmarkLogBufferAppend(b *testing.B) {
 					}
 				}
 				b.StopTimer()
+				if d, ok := lg.(*durawalLog); ok {
+					s := d.l.Stats()
+					b.ReportMetric(float64(s.BufferFullWaits), "fullwaits")
+					b.ReportMetric(float64(s.Prepare.Waits), "sparewaits")
+					b.ReportMetric(float64(s.SealWaits), "sealwaits")
+					b.ReportMetric(float64(s.Rolls), "rolls")
+				}
 				if err := lg.Close(); err != nil {
 					b.Fatal(err)
 				}
 			})
 		}
+	}
+}
+
+// TestRotatingPebbleRotates checks the benchmark's pebble-nosync-rotating
+// peer does what it claims: a new WAL file each rotateAt bytes, each
+// closed one synced, plus a directory sync per rotation.
+func TestRotatingPebbleRotates(t *testing.T) {
+	dir := t.TempDir()
+	p, err := openRotatingPebble(dir, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record(1000, 0, 0)
+	for range 1000 { // about 1 MiB: 15 rotations
+		if err := p.Append(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotations := len(files) - 1
+	if rotations < 14 {
+		t.Fatalf("%d WAL files for 1 MiB at 64 KiB each", len(files))
+	}
+	// A sync per closed WAL and a directory sync per rotation.
+	if got := p.Syncs(); got < int64(2*rotations) {
+		t.Fatalf("%d syncs for %d rotations", got, rotations)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
