@@ -91,3 +91,81 @@ func TestCloseWaitsForTheHandedOffWrite(t *testing.T) {
 		t.Fatal("Close hangs")
 	}
 }
+
+// TestCloseWaitsForAUserLedFlush is TestCloseWaitsForTheHandedOffWrite for
+// a flush led by the application's own goroutine: under a write-at-commit
+// policy the append that rolls writes its frame into the new segment
+// itself, and here that write is held while the roll's seal fails and
+// poisons the log. Close on the poisoned log must still wait for that
+// write before it closes the segment files: the new segment's file must
+// not be closed under it.
+func TestCloseWaitsForAUserLedFlush(t *testing.T) {
+	mem := vfs.NewMem()
+	var first atomic.Value // the path the first segment's file was opened with
+	first.Store("")
+	var armed, failSync, closedUnderWrite atomic.Bool
+	var held atomic.Int64 // 1 while the write is held, 2 once released
+	release := make(chan struct{})
+	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+		if !armed.Load() {
+			if op.Kind == vfs.OpWrite && strings.Contains(op.Path, ".wal") {
+				first.CompareAndSwap("", op.Path) // not the spare's zero-fill, later
+			}
+			return nil
+		}
+		second := strings.Contains(op.Path, ".wal") && op.Path != first.Load().(string)
+		switch {
+		case op.Kind == vfs.OpSync && second && failSync.Load():
+			return vfs.ErrInjected
+		case op.Kind == vfs.OpWrite && second && op.Offset < 32:
+			failSync.Store(true) // the roll's header write: from here on, the seal's syncs fail
+		case op.Kind == vfs.OpWrite && second && held.CompareAndSwap(0, 1):
+			<-release // the rolling append's frame, in the new segment
+			held.Store(2)
+		case op.Kind == vfs.OpClose && second && held.Load() == 1:
+			closedUnderWrite.Store(true)
+		}
+		return nil
+	})
+	l := openLog(t, vfs.Inject(mem, inj), wal.Options{SegmentSize: 16 << 10, Policy: policy.SyncInterval(time.Hour)})
+	for i := 0; l.AppendedLSN() < 8<<10; i++ {
+		_, err := l.Append(payload(i, 200))
+		require.NoError(t, err)
+	}
+	// The spare is ready (prepared before the injector arms): the roll
+	// needs no preparation, whose writes and sync would meet the faults.
+	require.Eventually(t, func() bool { return l.Stats().Prepare.Prepared == 2 }, 5*time.Second, time.Millisecond)
+	armed.Store(true)
+	appended := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			if _, err := l.Append(payload(i, 200)); err != nil || held.Load() > 0 {
+				appended <- err
+				return
+			}
+		}
+	}()
+	require.Eventually(t, func() bool { return held.Load() == 1 }, 5*time.Second, time.Millisecond,
+		"the rolling append's write reached the new segment")
+	require.Eventually(t, func() bool { return l.Stats().Poisoned }, 5*time.Second, time.Millisecond,
+		"the seal's failed sync poisoned the log")
+
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close() }()
+	select {
+	case err := <-closed:
+		close(release)
+		t.Fatalf("Close returned (%v) while the application's write was still in flight", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	for _, ch := range []chan error{appended, closed} {
+		select {
+		case err := <-ch:
+			require.ErrorIs(t, err, wal.ErrPoisoned)
+		case <-time.After(5 * time.Second):
+			t.Fatal("Append or Close hangs")
+		}
+	}
+	require.False(t, closedUnderWrite.Load(), "Close closed the new segment's file while a write to it was in flight")
+}

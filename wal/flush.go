@@ -19,6 +19,9 @@ import (
 func (l *Log) flush(need groupcommit.Level) (written, synced uint64, err error) {
 	l.flushMu.Lock() // TruncateAfter waits for it: the queue positions returned stay consistent
 	defer l.flushMu.Unlock()
+	if l.shut {
+		return l.written.Load() + l.qbase, l.synced.Load() + l.qbase, ErrClosed
+	}
 	if err := l.poisoned(); err != nil {
 		return l.written.Load() + l.qbase, l.synced.Load() + l.qbase, err
 	}

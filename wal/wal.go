@@ -72,6 +72,7 @@ type Log struct {
 	// Written under flushMu, l.mu and syncMu together; read under any one.
 	qbase   uint64
 	flushMu sync.Mutex // held by the flush leader while it flushes, and by TruncateAfter
+	shut    bool       // Close is closing the files: no flush may start; guarded by flushMu
 	truncMu sync.Mutex // serialises TruncateAfter calls
 
 	rmu         sync.RWMutex     // read-locked by ReadRecord's file reads; locked by RemoveBefore, TruncateAfter, Close
@@ -776,7 +777,9 @@ func (l *Log) Dir() string { return l.dir }
 // ErrClosed. It ends at once any group delay (Options.GroupCommit.Delay) a
 // commit is in. Commits still waiting when Close runs return nil if the final
 // flush made their records durable (written, for a write-only wait), and
-// ErrClosed otherwise; none is left waiting. Close returns the final flush's error (ErrPoisoned if the log
+// ErrClosed otherwise; none is left waiting. A write or sync in flight,
+// whoever started it, finishes before the files close, even on a poisoned
+// log. Close returns the final flush's error (ErrPoisoned if the log
 // was poisoned: then records after the synced LSN may be lost), or ErrClosed
 // if already closed. On a Log opened with OpenReadOnly, Close only closes
 // its files (no flush, no end frame, no sync: it writes nothing) and
@@ -803,6 +806,13 @@ func (l *Log) Close() error {
 	}
 	l.q.Fail(ErrClosed)
 	l.wg.Wait() // the flusher, any preparer and any handoff writer have stopped
+	// A flush led by an application goroutine (an Append or Sync that
+	// became the group's leader) may still be writing, on a poisoned log
+	// above all, which Close did not wait on: let it finish, and let none
+	// start, before the files close under it.
+	l.flushMu.Lock()
+	l.shut = true
+	l.flushMu.Unlock()
 	// The last roll's sealing (settled by the final flush's sync, unless
 	// poisoned) finishes writing its link: nothing writes after Close.
 	if serr := l.awaitSeal(false); err == nil && serr != nil {
