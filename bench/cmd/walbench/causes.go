@@ -35,7 +35,7 @@ const worstPerRun = 32
 type sample struct {
 	at                                         time.Duration
 	rolls, stalls, bufFull, bgSyncs, postponed uint64
-	fsyncs, delays                             uint64
+	fsyncs, delays, sealWaits                  uint64
 	fsyncTime, writeTime                       time.Duration
 	gcCycles                                   uint64
 	// The segment lifecycle (Stats.Prepare): segments prepared, the time
@@ -64,7 +64,7 @@ func takeSample(l *wal.Log, at time.Duration, g *gcReader) sample {
 	s := l.Stats()
 	return sample{
 		at: at, rolls: s.Rolls, stalls: s.SegmentCreateStalls, bufFull: s.BufferFullWaits,
-		bgSyncs: s.BackgroundSyncs, postponed: s.PostponedWrites, fsyncs: s.Fsyncs,
+		bgSyncs: s.BackgroundSyncs, postponed: s.PostponedWrites, fsyncs: s.Fsyncs, sealWaits: s.SealWaits,
 		delays:    s.Group.DelaySleeps + s.Group.TriggerCount + s.Group.TriggerTimeout,
 		fsyncTime: s.FsyncTimeTotal, writeTime: s.WriteTimeTotal, gcCycles: g.cycles(),
 		prepared: s.Prepare.Prepared, prepareTime: s.Prepare.PrepareTime, waitTime: s.Prepare.WaitTime,

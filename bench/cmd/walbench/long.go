@@ -81,6 +81,9 @@ type longFigures struct {
 	PrepareTime     time.Duration `json:"prepare_time_ns,omitempty"`
 	SegmentWaitTime time.Duration `json:"segment_wait_time_ns,omitempty"`
 	SegmentWaitMax  time.Duration `json:"segment_wait_max_ns,omitempty"`
+	// SealWaits is Stats.SealWaits over the window: rolls that waited for
+	// the previous roll's sealing (its segment's fdatasync) to finish.
+	SealWaits uint64 `json:"seal_waits,omitempty"`
 	// Slowest are the round's slowest commits and what each waited on.
 	Slowest []slowExplained `json:"slowest,omitempty"`
 }
@@ -148,6 +151,10 @@ func explain(c slowCommit, tl *timeline) slowExplained {
 	if rolls > 0 {
 		during = append(during, fmt.Sprintf("roll %d×", rolls))
 	}
+	sealWait := b.sealWaits > a.sealWaits
+	if sealWait {
+		during = append(during, fmt.Sprintf("a roll waited for the previous roll's seal %d×", b.sealWaits-a.sealWaits))
+	}
 	bufFull := b.bufFull > a.bufFull
 	if bufFull {
 		during = append(during, fmt.Sprintf("log buffer full %d×", b.bufFull-a.bufFull))
@@ -176,6 +183,8 @@ func explain(c slowCommit, tl *timeline) slowExplained {
 	switch {
 	case segWait:
 		out.Cause = "waited for spare segment"
+	case sealWait:
+		out.Cause = "roll waited for the previous seal"
 	case rolls > 0:
 		out.Cause = "roll"
 	case bufFull:
@@ -455,6 +464,7 @@ func (le *longEnv) measureLog(name string, pol policy.Policy, n int, incremental
 	res.Long.Prepared = after.Prepare.Prepared - before.Prepare.Prepared
 	res.Long.Recycled = after.Prepare.Recycled - before.Prepare.Recycled
 	res.Long.Allocated = after.Prepare.Allocated - before.Prepare.Allocated
+	res.Long.SealWaits = after.SealWaits - before.SealWaits
 	res.Long.PrepareTime = after.Prepare.PrepareTime - before.Prepare.PrepareTime
 	res.Long.SegmentWaitTime = after.Prepare.WaitTime - before.Prepare.WaitTime
 	res.Long.SegmentWaitMax = after.Prepare.WaitMax
@@ -616,6 +626,7 @@ func longTables(lr *longResult, rounds int) []table {
 		{metric: "p9999_us", format: fmtUSf}, {metric: "max_us", format: fmtUSf},
 		{metric: "over_10ms", format: fmtCount}, {metric: "over_100ms", format: fmtCount},
 		{metric: "rolls", format: fmtCount, noFlag: true}, {metric: "segment_stalls", format: fmtCount, noFlag: true},
+		{metric: "seal_waits", format: fmtCount, noFlag: true},
 		{metric: "segments_recycled", format: fmtCount, noFlag: true},
 		{metric: "segments_allocated", format: fmtCount, noFlag: true},
 		{metric: "prepare_ms_per_segment", format: fmtDashOr(fmtFloat1)},
@@ -640,7 +651,8 @@ func longTables(lr *longResult, rounds int) []table {
 				"the ceiling for =2 and =0.", datasyncName),
 			"Throughput is commits/s and payload MiB/s up to the last commit's return. Over 10 ms / over 100 ms count commits " +
 				"slower than that. Rolls and segment waits (appends that waited for the next segment, Stats.SegmentCreateStalls) " +
-				"are wal.Stats over the commits; recycled and allocated count the segments prepared by reusing a file and by fallocate " +
+				"are wal.Stats over the commits; seal waits count rolls that waited for the previous roll's sealing (Stats.SealWaits: " +
+				"its segment's fdatasync, which a log writing faster than the device sustains meets at each roll); recycled and allocated count the segments prepared by reusing a file and by fallocate " +
 				"(the rest were zero-filled); prepare ms/segment is Stats.Prepare.PrepareTime ÷ Prepared over them (allocation or " +
 				"zero-fill, and sync, of a new segment, or reopening a recycled one).",
 			fmt.Sprintf("Targets: at innodb=1 × 16, no more commits over 10 ms than the raw loop, and p99.99 ≤ %d× the raw loop's p99.9; "+
@@ -649,7 +661,7 @@ func longTables(lr *longResult, rounds int) []table {
 			roundsNote(rounds),
 		},
 		header: []string{"cell", "commits", "commits/s", "MiB/s", "p50 µs", "p99 µs", "p99.9 µs", "p99.99 µs", "max µs",
-			"> 10 ms", "> 100 ms", "rolls", "segment waits", "recycled", "allocated", "prepare ms/segment", "write amplification",
+			"> 10 ms", "> 100 ms", "rolls", "segment waits", "seal waits", "recycled", "allocated", "prepare ms/segment", "write amplification",
 			"WA, second half"},
 	}
 	for i, c := range cells {
@@ -736,7 +748,8 @@ func worstTable(lr *longResult) table {
 	t := table{
 		title: fmt.Sprintf("long — the %d slowest commits of each log cell and what they waited on", longWorst),
 		notes: []string{"\"Waited on\" is the first that applies of: waited for spare segment (Stats.Prepare.Waits moved: the append " +
-			"waited for the next segment's preparation), roll (the Observer saw a segment roll during the wait), log-buffer full " +
+			"waited for the next segment's preparation), roll waited for the previous seal (Stats.SealWaits moved: a roll waited " +
+			"for the segment before it to be synced and linked), roll (the Observer saw a segment roll during the wait), log-buffer full " +
 			"(Stats.BufferFullWaits moved), fdatasync took X ms (an fdatasync reported by the Observer overlapped the wait and took at " +
 			"least half of it), unknown. \"During the wait\" lists everything counted in it: the longest overlapping fdatasync (the " +
 			"commit's own, the background flusher's, a roll's or a segment preparation's), whether the next segment was being " +

@@ -130,6 +130,7 @@ var figures = []metric{
 	{"over_10ms", longFigure(func(_ result, l *longFigures) float64 { return float64(l.Over10ms) })},
 	{"over_100ms", longFigure(func(_ result, l *longFigures) float64 { return float64(l.Over100ms) })},
 	{"segments_recycled", longFigure(func(_ result, l *longFigures) float64 { return float64(l.Recycled) })},
+	{"seal_waits", longFigure(func(_ result, l *longFigures) float64 { return float64(l.SealWaits) })},
 	{"segments_allocated", longFigure(func(_ result, l *longFigures) float64 { return float64(l.Allocated) })},
 	{"prepare_ms_per_segment", longFigure(func(_ result, l *longFigures) float64 {
 		if l.Prepared == 0 {
