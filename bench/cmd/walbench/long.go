@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -129,6 +130,29 @@ func (tl *timeline) prepares() []span {
 	return out
 }
 
+// syncCover returns how much of w the syncs covered (overlapping syncs
+// counted once) and how many of them overlapped w.
+func syncCover(w span, syncs []span) (covered time.Duration, n int) {
+	var in []span
+	for _, s := range syncs {
+		if s.overlaps(w) {
+			in = append(in, span{from: max(s.from, w.from), to: min(s.to, w.to)})
+		}
+	}
+	slices.SortFunc(in, func(a, b span) int { return cmp.Compare(a.from, b.from) })
+	var end time.Duration
+	for i, s := range in {
+		if i == 0 || s.from > end {
+			covered += s.to - s.from
+			end = s.to
+		} else if s.to > end {
+			covered += s.to - end
+			end = s.to
+		}
+	}
+	return covered, len(in)
+}
+
 // explain names what c waited on, from the timeline.
 func explain(c slowCommit, tl *timeline) slowExplained {
 	w := span{from: c.start, to: c.start + c.latency}
@@ -168,6 +192,10 @@ func explain(c slowCommit, tl *timeline) slowExplained {
 	if longest > 0 {
 		during = append(during, fmt.Sprintf("longest fdatasync %s ms", fmtMS(longest)))
 	}
+	covered, nsyncs := syncCover(w, tl.syncs)
+	if nsyncs > 1 {
+		during = append(during, fmt.Sprintf("%d fdatasyncs in progress for %s ms of it", nsyncs, fmtMS(covered)))
+	}
 	for _, p := range tl.prepares() {
 		if p.overlaps(w) {
 			during = append(during, fmt.Sprintf("next segment being prepared (allocation or zero-fill, and sync, %s ms)", fmtMS(p.to-p.from)))
@@ -191,6 +219,10 @@ func explain(c slowCommit, tl *timeline) slowExplained {
 		out.Cause = "log-buffer full"
 	case longest > 0 && 2*longest >= c.latency:
 		out.Cause = fmt.Sprintf("fdatasync took %s ms", fmtMS(longest))
+	case nsyncs > 1 && 2*covered >= c.latency:
+		// A commit that arrives while its group's leader syncs waits for
+		// that sync, then for its own group's: two or more in a row.
+		out.Cause = fmt.Sprintf("%d fdatasyncs in a row, %s ms", nsyncs, fmtMS(covered))
 	default:
 		out.Cause = "unknown"
 	}
@@ -751,7 +783,9 @@ func worstTable(lr *longResult) table {
 			"waited for the next segment's preparation), roll waited for the previous seal (Stats.SealWaits moved: a roll waited " +
 			"for the segment before it to be synced and linked), roll (the Observer saw a segment roll during the wait), log-buffer full " +
 			"(Stats.BufferFullWaits moved), fdatasync took X ms (an fdatasync reported by the Observer overlapped the wait and took at " +
-			"least half of it), unknown. \"During the wait\" lists everything counted in it: the longest overlapping fdatasync (the " +
+			"least half of it), N fdatasyncs in a row (fdatasyncs, one after another, were in progress for at least half of it: a commit " +
+			"that arrives while a group's sync runs waits for it and then for its own group's), unknown. \"During the wait\" lists " +
+			"everything counted in it: the longest overlapping fdatasync (the " +
 			"commit's own, the background flusher's, a roll's or a segment preparation's), whether the next segment was being " +
 			"prepared (reconstructed from Stats.Prepare.Prepared and PrepareTime, sampled every millisecond), write() time of at " +
 			"least half the wait, a GC cycle. Counters are sampled every millisecond, so a cause is placed within about a millisecond " +

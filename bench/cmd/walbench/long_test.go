@@ -152,7 +152,8 @@ func TestExplain(t *testing.T) {
 			{at: 80 * ms, stalls: 1, waitTime: 7 * ms, bufFull: 1, prepared: 1, prepareTime: 15 * ms, gcCycles: 1},
 			{at: 90 * ms, stalls: 1, waitTime: 7 * ms, bufFull: 1, prepared: 1, prepareTime: 15 * ms, gcCycles: 1, sealWaits: 1},
 		},
-		syncs: []span{{from: 41 * ms, to: 49 * ms}, {from: 50 * ms, to: 51 * ms}, {from: 5 * ms, to: 6 * ms}},
+		syncs: []span{{from: 41 * ms, to: 49 * ms}, {from: 50 * ms, to: 51 * ms}, {from: 5 * ms, to: 6 * ms},
+			{from: 100 * ms, to: 105 * ms}, {from: 104 * ms, to: 106 * ms}, {from: 106 * ms, to: 111 * ms}},
 		rolls: []time.Duration{33 * ms},
 	}
 	assert.Equal(t, []span{{from: 25 * ms, to: 40 * ms}}, tl.prepares())
@@ -178,6 +179,8 @@ func TestExplain(t *testing.T) {
 		{"a sync too short to explain it", slowCommit{start: 42 * ms, latency: 19 * ms}, "unknown",
 			[]string{"longest fdatasync 8.0 ms", "GC"}, nil},
 		{"nothing", slowCommit{start: 1 * ms, latency: 3 * ms}, "unknown", []string{"nothing counted"}, nil},
+		{"syncs in a row", slowCommit{start: 101 * ms, latency: 12 * ms}, "3 fdatasyncs in a row, 10.0 ms",
+			[]string{"longest fdatasync 5.0 ms", "3 fdatasyncs in progress for 10.0 ms of it"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := explain(tc.c, tl)
