@@ -70,25 +70,36 @@ func TestCloseWaitsForTheHandedOffWrite(t *testing.T) {
 			break
 		}
 	}
+	closeWhileWriteHeld(t, l, &held, release, "the handed-off write")
+}
+
+// closeWhileWriteHeld waits until a write is held (held == 1) and the log
+// poisoned, then calls Close and checks that it does not return while the
+// write is held; it then lets the write go (closes release), and checks
+// that Close returns ErrPoisoned, as does every channel in others (the
+// results of the calls that were writing).
+func closeWhileWriteHeld(t *testing.T, l *wal.Log, held *atomic.Int64, release chan struct{}, what string, others ...chan error) {
+	t.Helper()
 	require.Eventually(t, func() bool { return held.Load() == 1 }, 5*time.Second, time.Millisecond,
-		"the handed-off write reached the second segment")
+		"%s reached the new segment", what)
 	require.Eventually(t, func() bool { return l.Stats().Poisoned }, 5*time.Second, time.Millisecond,
 		"the seal's failed sync poisoned the log")
-
 	closed := make(chan error, 1)
 	go func() { closed <- l.Close() }()
 	select {
 	case err := <-closed:
 		close(release)
-		t.Fatalf("Close returned (%v) while the handed-off write was still in flight", err)
+		t.Fatalf("Close returned (%v) while %s was still in flight", err, what)
 	case <-time.After(100 * time.Millisecond):
 	}
 	close(release)
-	select {
-	case err := <-closed:
-		require.ErrorIs(t, err, wal.ErrPoisoned)
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close hangs")
+	for _, ch := range append(others, closed) {
+		select {
+		case err := <-ch:
+			require.ErrorIs(t, err, wal.ErrPoisoned)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Close, or a call writing when it began, hangs after %s was let go", what)
+		}
 	}
 }
 
@@ -145,27 +156,6 @@ func TestCloseWaitsForAUserLedFlush(t *testing.T) {
 			}
 		}
 	}()
-	require.Eventually(t, func() bool { return held.Load() == 1 }, 5*time.Second, time.Millisecond,
-		"the rolling append's write reached the new segment")
-	require.Eventually(t, func() bool { return l.Stats().Poisoned }, 5*time.Second, time.Millisecond,
-		"the seal's failed sync poisoned the log")
-
-	closed := make(chan error, 1)
-	go func() { closed <- l.Close() }()
-	select {
-	case err := <-closed:
-		close(release)
-		t.Fatalf("Close returned (%v) while the application's write was still in flight", err)
-	case <-time.After(100 * time.Millisecond):
-	}
-	close(release)
-	for _, ch := range []chan error{appended, closed} {
-		select {
-		case err := <-ch:
-			require.ErrorIs(t, err, wal.ErrPoisoned)
-		case <-time.After(5 * time.Second):
-			t.Fatal("Append or Close hangs")
-		}
-	}
+	closeWhileWriteHeld(t, l, &held, release, "the rolling append's write", appended)
 	require.False(t, closedUnderWrite.Load(), "Close closed the new segment's file while a write to it was in flight")
 }
