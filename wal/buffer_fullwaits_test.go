@@ -24,11 +24,18 @@ type holder struct {
 	// heldPath is the file of the first held write; fail fails its writes
 	// only (not a segment preparer's).
 	heldPath atomic.Pointer[string]
+	// minLen is the shortest write held: above 1024 bytes (a log-buffer
+	// half's write) if 0.
+	minLen int
 }
 
 func (h *holder) inj() vfs.Injector {
 	return vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpWrite && strings.Contains(op.Path, ".wal") && op.Len > 1024 && h.hold.Load() {
+		minLen := h.minLen
+		if minLen == 0 {
+			minLen = 1024
+		}
+		if op.Kind == vfs.OpWrite && strings.Contains(op.Path, ".wal") && op.Len > minLen && h.hold.Load() {
 			h.heldPath.CompareAndSwap(nil, &op.Path)
 			h.held.Add(1)
 			<-h.release
