@@ -64,17 +64,32 @@ func (l *Log) flush(need groupcommit.Level) (written, synced uint64, err error) 
 // LSNs b records, and advances the written LSN.
 func (l *Log) writeBuffer(b *logBuffer) error {
 	data, lsn := b.buf, b.start
-	for _, r := range b.rolls {
+	for i, r := range b.rolls {
 		n := int(r.lsn - lsn)
 		if err := l.writeAt(data[:n], lsn); err != nil {
+			discardRolls(b.rolls[i:])
 			return err
 		}
 		data, lsn = data[n:], r.lsn
 		if err := l.rollTo(r.seg); err != nil {
+			discardRolls(b.rolls[i+1:]) // rollTo closed r.seg unless it became the write segment
 			return err
 		}
 	}
 	return l.writeAt(data, lsn)
+}
+
+// discardRolls closes the files of prepared segments that a failed flush
+// will never roll to: the failure poisoned the log, nothing else holds
+// them, and Close closes only the write segment's. The files stay: the
+// next Open removes a leftover temporary file, or adopts a kept one.
+func discardRolls(rolls []roll) {
+	for _, r := range rolls {
+		if r.seg.f != nil {
+			r.seg.f.Close()
+			r.seg.f = nil
+		}
+	}
 }
 
 // writeAt writes frames p, which start at lsn, into the segment receiving
@@ -223,25 +238,31 @@ func (l *Log) bufferedMethod() vfs.SyncMethod {
 // before it (counted in Stats.SealWaits), so recovery never finds more
 // than one unsealed segment.
 func (l *Log) rollTo(next *segment) error {
-	if err := l.awaitSeal(true); err != nil {
+	// Until next becomes the write segment nothing else holds its file: a
+	// failure closes it (the log is poisoned; the file stays for Open).
+	failed := func(err error) error {
+		discardRolls([]roll{{seg: next}})
 		return err
 	}
+	if err := l.awaitSeal(true); err != nil {
+		return failed(err)
+	}
 	if err := l.poisoned(); err != nil {
-		return err
+		return failed(err)
 	}
 	old := l.writeSeg
 	name := segmentName(next.first)
 	var sl *seal // nil under a write-through method: nothing is left to seal
 	if l.method.WriteThrough() {
 		if err := l.installSegment(next); err != nil {
-			return fmt.Errorf("installing segment %s: %w", name, err)
+			return failed(fmt.Errorf("installing segment %s: %w", name, err))
 		}
 	} else {
 		if err := l.writeHeader(next); err != nil {
-			return fmt.Errorf("writing the header of segment %s: %w", name, err)
+			return failed(fmt.Errorf("writing the header of segment %s: %w", name, err))
 		}
 		if err := l.nameSegment(next); err != nil {
-			return fmt.Errorf("naming segment %s: %w", name, err)
+			return failed(fmt.Errorf("naming segment %s: %w", name, err))
 		}
 		sl = &seal{seg: old, succ: next, done: make(chan struct{})}
 	}
@@ -266,6 +287,8 @@ func (l *Log) rollTo(next *segment) error {
 		return nil
 	}
 	if err := l.writeLink(old, next.first); err != nil {
+		old.f.Close() // no longer the write segment: Close would not close it
+		old.f = nil
 		return fmt.Errorf("linking %s to %s: %w", old.path, name, err)
 	}
 	if err := old.f.Close(); err != nil {

@@ -62,6 +62,10 @@ func (l *Log) ReadRecord(lsn LSN, dst []byte) ([]byte, error) {
 			return rec, err
 		}
 		l.rmu.RLock()
+		if l.readsClosed { // Close ran since readBuffered looked: a handle opened now would never be closed
+			l.rmu.RUnlock()
+			return nil, ErrClosed
+		}
 		if LSN(l.written.Load()) <= lsn { // written again since: a truncation and new appends
 			l.rmu.RUnlock()
 			continue

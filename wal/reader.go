@@ -151,7 +151,14 @@ func (r *Reader) segmentEnd() (end, next LSN, err error) {
 		return 0, 0, fmt.Errorf("wal: reader: %s was removed by RemoveBefore: %w", r.name, fs.ErrNotExist)
 	}
 	if i+1 < len(r.l.segFirsts) {
-		return r.l.segFirsts[i+1], r.l.segFirsts[i+1], nil
+		next := r.l.segFirsts[i+1]
+		if r.durable {
+			// A roll lists the next segment before the sealing has
+			// synced the finished one: its frames are written, not yet
+			// durable.
+			return min(next, LSN(r.l.synced.Load())), next, nil
+		}
+		return next, next, nil
 	}
 	if r.durable {
 		return LSN(r.l.synced.Load()), 0, nil

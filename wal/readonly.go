@@ -112,6 +112,7 @@ func OpenReadOnly(dir string, opts Options) (*Log, error) {
 func (l *Log) closeReadOnly() error {
 	l.q.Fail(ErrClosed)
 	l.rmu.Lock()
+	l.readsClosed = true
 	l.closeReadHandles(1, 0) // every one
 	l.rmu.Unlock()
 	l.opts.Logger.Info("wal: closed read-only", "dir", l.dir)

@@ -220,6 +220,7 @@ func (l *Log) cutLocked(lsn LSN) error {
 		}
 	}
 	l.readersMu.Unlock()
+	l.notifyTail() // a Reader waiting at the old tail sees the cut (ErrTruncated) now, not at the next write
 	l.opts.Logger.Info("wal: truncated", "dir", l.dir, "lsn", lsn, "dropped_bytes", oldNext-lsn)
 	return nil
 }

@@ -76,6 +76,7 @@ type Log struct {
 	truncMu sync.Mutex // serialises TruncateAfter calls
 
 	rmu         sync.RWMutex     // read-locked by ReadRecord's file reads; locked by RemoveBefore, TruncateAfter, Close
+	readsClosed bool             // Close closed the read handles: no read may open one; guarded by rmu
 	rfilesMu    sync.Mutex       // guards rfiles
 	rfiles      map[LSN]vfs.File // read-only segment handles of ReadRecord, by first LSN
 	tailMu      sync.Mutex       // guards tailCh
@@ -813,6 +814,11 @@ func (l *Log) Close() error {
 	l.flushMu.Lock()
 	l.shut = true
 	l.flushMu.Unlock()
+	// On a poisoned log the log buffer was never written: close the files
+	// of the segments its appends rolled to (nothing else holds them).
+	l.mu.Lock()
+	discardRolls(l.active.rolls)
+	l.mu.Unlock()
 	// The last roll's sealing (settled by the final flush's sync, unless
 	// poisoned) finishes writing its link: nothing writes after Close.
 	if serr := l.awaitSeal(false); err == nil && serr != nil {
@@ -842,6 +848,7 @@ func (l *Log) Close() error {
 		err = l.writeEnd()
 	}
 	l.rmu.Lock()
+	l.readsClosed = true
 	l.closeReadHandles(1, 0) // every one
 	l.rmu.Unlock()
 	if cerr := l.closeFiles(); err == nil && cerr != nil {
