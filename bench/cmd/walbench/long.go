@@ -57,7 +57,11 @@ type longResult struct {
 	Sync1      *cell  `json:"innodb1_x16"`
 	// RawSync runs right after Sync1 in the same job, for as long as
 	// Sync1 took in that round.
-	RawSync   *cell `json:"raw_write_datasync"`
+	RawSync *cell `json:"raw_write_datasync"`
+	// RawSync16 runs right after RawSync, as long: longCommitters
+	// goroutines each writing and syncing its own records (no group
+	// commit), what innodb=1's committers would get without one.
+	RawSync16 *cell `json:"raw_write_datasync_x16"`
 	Level2    *cell `json:"innodb2"`
 	Level2Inc *cell `json:"innodb2_incremental_sync"` // with Options.IncrementalSync
 	RawAppend *cell `json:"raw_pwrite_append"`
@@ -340,6 +344,7 @@ func planLong(e *env, p *plan) *longResult {
 	}
 	vol := fmtBytes(le.volume)
 	res.RawSync = &cell{Name: "raw write+" + datasyncName}
+	res.RawSync16 = &cell{Name: fmt.Sprintf("raw write+%s × %d", datasyncName, longCommitters)}
 	res.Sync1 = p.addFunc("innodb=1 × 16", fmt.Sprintf("long: innodb=1, %d committers, %s, then raw write+%s as long", longCommitters, vol, datasyncName),
 		func() (result, error) {
 			pol, _ := policy.InnoDB(1)
@@ -347,12 +352,18 @@ func planLong(e *env, p *plan) *longResult {
 			if err != nil {
 				return r, err
 			}
-			raw, err := le.rawSyncLoop(r.Elapsed)
+			raw, err := le.rawSyncLoop(r.Elapsed, 1)
 			if err != nil {
 				return r, err
 			}
 			res.RawSync.Rounds = append(res.RawSync.Rounds, raw)
 			res.RawSync.summarise()
+			raw16, err := le.rawSyncLoop(r.Elapsed, longCommitters)
+			if err != nil {
+				return r, err
+			}
+			res.RawSync16.Rounds = append(res.RawSync16.Rounds, raw16)
+			res.RawSync16.summarise()
 			return r, nil
 		})
 	res.Level2 = p.addFunc("innodb=2", fmt.Sprintf("long: innodb=2, 1 committer, %s", vol), func() (result, error) {
@@ -504,11 +515,13 @@ func (le *longEnv) measureLog(name string, pol policy.Policy, n int, incremental
 	return res, nil
 }
 
-// rawSyncLoop is the raw baseline of =1: one goroutine writes a record
-// and fdatasyncs it, at consecutive offsets of a zero-filled, synced file
-// of one segment's size (wrapping around), for d. This is what the device
-// does for one durable record at a time, without the log.
-func (le *longEnv) rawSyncLoop(d time.Duration) (result, error) {
+// rawSyncLoop is the raw baseline of =1: n goroutines each write a record
+// and fdatasync it, at consecutive offsets (taken in turn from one counter)
+// of a zero-filled, synced file of one segment's size (wrapping around), for
+// d. With n = 1 this is what the device does for one durable record at a
+// time, without the log; with n = 16, what 16 committers get from the device
+// with no group commit: each its own sync.
+func (le *longEnv) rawSyncLoop(d time.Duration, n int) (result, error) {
 	f, done, err := le.rawFile(true)
 	if err != nil {
 		return result{}, err
@@ -516,25 +529,49 @@ func (le *longEnv) rawSyncLoop(d time.Duration) (result, error) {
 	defer done()
 	size := int64(len(le.rec))
 	slots := max(le.cfg.segment/size, 1)
-	wa := startWA(le.dev, le.na)
-	rec := measure.NewRecorder(1 << 16)
-	start := time.Now()
-	n := int64(0)
-	for ; time.Since(start) < d; n++ {
-		if n%256 == 0 && le.ctx.Err() != nil {
-			return result{}, le.ctx.Err()
-		}
-		err := rec.Time(func() error {
-			if _, err := f.WriteAt(le.rec, (n%slots)*size); err != nil {
-				return err
-			}
-			return datasync(f)
-		})
-		if err != nil {
-			return result{}, fmt.Errorf("raw write+%s: %w", datasyncName, err)
-		}
+	name := "raw write+" + datasyncName
+	if n > 1 {
+		name = fmt.Sprintf("%s × %d", name, n)
 	}
-	return le.rawResult("raw write+"+datasyncName, rec, time.Since(start), wa), nil
+	wa := startWA(le.dev, le.na)
+	recs := make([]*measure.Recorder, n)
+	var next atomic.Int64
+	var firstErr atomic.Pointer[error]
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := range n {
+		recs[g] = measure.NewRecorder(1 << 16 / n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; time.Since(start) < d && firstErr.Load() == nil; i++ {
+				if i%256 == 0 && le.ctx.Err() != nil {
+					err := le.ctx.Err()
+					firstErr.CompareAndSwap(nil, &err)
+					return
+				}
+				slot := (next.Add(1) - 1) % slots
+				err := recs[g].Time(func() error {
+					if _, err := f.WriteAt(le.rec, slot*size); err != nil {
+						return err
+					}
+					return datasync(f)
+				})
+				if err != nil {
+					err = fmt.Errorf("%s: %w", name, err)
+					firstErr.CompareAndSwap(nil, &err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if p := firstErr.Load(); p != nil {
+		return result{}, *p
+	}
+	r := le.rawResult(name, time.Since(start), wa, recs...)
+	r.Committers = n
+	return r, nil
 }
 
 // rawAppendLoop is the raw baseline of =2 and =0: one goroutine pwrites
@@ -563,7 +600,7 @@ func (le *longEnv) rawAppendLoop() (result, error) {
 	if err := datasync(f); err != nil {
 		return result{}, fmt.Errorf("raw pwrite: %w", err)
 	}
-	return le.rawResult("raw pwrite append", rec, elapsed, wa), nil
+	return le.rawResult("raw pwrite append", elapsed, wa, rec), nil
 }
 
 // rawFile creates a file in a fresh subdirectory, zero-filled to one
@@ -597,8 +634,8 @@ func (le *longEnv) rawFile(prealloc bool) (*os.File, func(), error) {
 }
 
 // rawResult summarises a raw loop as a result, operations as commits.
-func (le *longEnv) rawResult(name string, rec *measure.Recorder, elapsed time.Duration, wa *waMeter) result {
-	lat := measure.Merge(rec)
+func (le *longEnv) rawResult(name string, elapsed time.Duration, wa *waMeter, recs ...*measure.Recorder) result {
+	lat := measure.Merge(recs...)
 	n := len(lat)
 	r := result{Name: name, Committers: 1, RecordSize: len(le.rec), RecordsPer: 1, Commits: uint64(n), Elapsed: elapsed}
 	if s := elapsed.Seconds(); s > 0 {
@@ -644,13 +681,14 @@ func verdict(ok, known bool) string {
 // longTables renders the long experiment: the figures, the targets, and
 // the slowest commits.
 func longTables(lr *longResult, rounds int) []table {
-	cells := []*cell{lr.Sync1, lr.RawSync, lr.Level2, lr.Level2Inc, lr.Level0, lr.RawAppend}
+	cells := []*cell{lr.Sync1, lr.RawSync, lr.RawSync16, lr.Level2, lr.Level2Inc, lr.Level0, lr.RawAppend}
 	if slices.ContainsFunc(cells, func(c *cell) bool { return len(c.Rounds) == 0 }) {
 		return nil // interrupted
 	}
-	labels := []string{"innodb=1 × 16", "raw write+" + datasyncName + " × 1", "innodb=2 × 1",
+	labels := []string{"innodb=1 × 16", "raw write+" + datasyncName + " × 1",
+		fmt.Sprintf("raw write+%s × %d", datasyncName, longCommitters), "innodb=2 × 1",
 		fmt.Sprintf("innodb=2 + IncrementalSync %s × 1", fmtBytes(longIncremental)), "innodb=0 × 1", "raw pwrite append × 1"}
-	rows := spreadCells(cells, []string{"a", "b", "c", "d", "e", "f"}, []col{
+	rows := spreadCells(cells, []string{"a", "b", "c", "d", "e", "f", "g"}, []col{
 		{metric: "commits", format: fmtCount, noFlag: true},
 		{metric: "commits_per_sec", format: fmtRate},
 		{metric: "payload_mib_per_sec", format: fmtFloat1},
@@ -679,8 +717,10 @@ func longTables(lr *longResult, rounds int) []table {
 			fmt.Sprintf("Raw loops, in the same rounds: raw write+%s × 1 runs right after innodb=1 × 16, for as long as it took in that round, "+
 				"one goroutine writing a record and syncing it at consecutive offsets of a zero-filled, synced file of one segment "+
 				"(the device's own latency for one durable record; its commit count differs, its wall time is the same); "+
+				"raw write+%[1]s × %[2]d then does the same from %[2]d goroutines, each syncing its own record (what %[2]d committers "+
+				"get from the device without group commit; the records share the file, so their syncs queue on it); "+
 				"raw pwrite append × 1 writes the same volume as the log cells into a fresh file with no sync until the end, "+
-				"the ceiling for =2 and =0.", datasyncName),
+				"the ceiling for =2 and =0.", datasyncName, longCommitters),
 			"Throughput is commits/s and payload MiB/s up to the last commit's return. Over 10 ms / over 100 ms count commits " +
 				"slower than that. Rolls and segment waits (appends that waited for the next segment, Stats.SegmentCreateStalls) " +
 				"are wal.Stats over the commits; seal waits count rolls that waited for the previous roll's sealing (Stats.SealWaits: " +

@@ -31,7 +31,7 @@ func TestLongQuick(t *testing.T) {
 		assert.Contains(t, out, title)
 	}
 	assert.NotContains(t, out, "## disk", "only the long experiment ran")
-	for _, label := range []string{"raw write+" + datasyncName + " × 1", "innodb=2 × 1", "innodb=0 × 1", "raw pwrite append × 1"} {
+	for _, label := range []string{"raw write+" + datasyncName + " × 1", "raw write+" + datasyncName + " × 16", "innodb=2 × 1", "innodb=0 × 1", "raw pwrite append × 1"} {
 		assert.Equal(t, 1, countRows(out, label), "figures row %q", label)
 	}
 	for _, label := range []string{"innodb=2: max ≤ 10.0 ms", "innodb=0: max ≤ 10.0 ms", "innodb=2: ≥ 0.95× the raw pwrite throughput"} {
@@ -61,6 +61,9 @@ func TestLongQuick(t *testing.T) {
 	}
 	require.Len(t, rep.Long.RawSync.Rounds, 1)
 	assert.Positive(t, rep.Long.RawSync.Rounds[0].Commits)
+	require.Len(t, rep.Long.RawSync16.Rounds, 1)
+	assert.Positive(t, rep.Long.RawSync16.Rounds[0].Commits)
+	assert.Equal(t, 16, rep.Long.RawSync16.Rounds[0].Committers)
 	assert.Positive(t, rep.Long.Sync1.Rounds[0].Rolls, "6 MiB in 4 MiB segments rolls")
 	assert.NotEmpty(t, rep.Long.Sync1.Rounds[0].Long.Slowest)
 	for _, c := range rep.Checks {
