@@ -331,10 +331,15 @@ func (l *Log) sealInBackground(sl *seal) {
 	if err == nil {
 		err = l.linkLocked(sl)
 	}
-	written, synced := l.written.Load()+l.qbase, l.synced.Load()+l.qbase // a consistent pair under syncMu
+	synced := l.synced.Load() + l.qbase // qbase changes under syncMu
 	l.syncMu.Unlock()
 	if err == nil {
-		l.q.Advance(written, synced)
+		// What this sync made durable, and no further: frames written
+		// past it belong to a flush in flight, whose leader wakes their
+		// commits when it returns, after the sync its group may owe
+		// (SyncEveryN). Waking them here, on the written LSN, let a
+		// SyncEveryN(1) commit return before its sync.
+		l.q.Advance(synced, synced)
 	}
 	// Settled, nothing syncs sl.seg.f again (settleLocked reads it only
 	// while unsettled, under syncMu).
@@ -684,9 +689,9 @@ func (l *Log) runBackgroundSync() error {
 	if didSync { // not when another sync had covered everything, or under O_DSYNC
 		l.stats.backgroundSyncs.Add(1)
 	}
-	l.syncMu.Lock() // a consistent pair: TruncateAfter changes qbase under syncMu
-	written, synced := l.written.Load()+l.qbase, l.synced.Load()+l.qbase
+	l.syncMu.Lock() // TruncateAfter changes qbase under syncMu
+	synced := l.synced.Load() + l.qbase
 	l.syncMu.Unlock()
-	l.q.Advance(written, synced)
+	l.q.Advance(synced, synced) // what it made durable, no further: see sealInBackground
 	return nil
 }

@@ -48,13 +48,17 @@ const (
 	// DurableOnly makes a Reader return only records that are durable (up
 	// to [Log.SyncedLSN]) instead of every record written to the OS, so a
 	// consumer never passes on a record whose commit then fails with
-	// ErrDurabilityUnknown and which a power loss would take.
+	// ErrDurabilityUnknown and which a power loss would take. A Log opened
+	// with OpenReadOnly cannot tell which records are durable (nothing it
+	// reads is guaranteed to be): NewReader refuses DurableOnly there with
+	// ErrReadOnly.
 	DurableOnly ReaderOption = 1 << iota
 )
 
 // NewReader returns a Reader positioned at the first record whose LSN is at
 // least from. Errors: ErrNotFound if from is below the oldest segment kept
-// (see RemoveBefore) or above the appended LSN; ErrClosed. When a record
+// (see RemoveBefore) or above the appended LSN; ErrClosed; ErrReadOnly for
+// DurableOnly on a Log opened with OpenReadOnly. When a record
 // starts at from, the Reader starts there directly (one read); otherwise it
 // skips the frames of from's segment that lie before it. Close the Reader
 // when done: the Log keeps track of open Readers to tell them of
@@ -78,6 +82,9 @@ func (l *Log) NewReader(from LSN, opts ...ReaderOption) (*Reader, error) {
 	r := &Reader{l: l}
 	for _, o := range opts {
 		r.durable = r.durable || o&DurableOnly != 0
+	}
+	if r.durable && l.readOnly {
+		return nil, fmt.Errorf("%w: DurableOnly: a read-only Log cannot tell which records are durable (its synced LSN is the recovered end, synced or not)", ErrReadOnly)
 	}
 	r.cut.Store(noCut)
 	l.readersMu.Lock()

@@ -33,7 +33,8 @@ const readOnlyAttempts = 5
 // the page cache until an Open syncs them.
 //
 // The Log reads up to the recovered end: AppendedLSN, WrittenLSN and
-// SyncedLSN are all EndLSN, and stay there. NewReader, Reader.Next,
+// SyncedLSN are all EndLSN, and stay there (SyncedLSN is then no claim of
+// durability; NewReader refuses DurableOnly with ErrReadOnly). NewReader, Reader.Next,
 // ReadRecord, FirstLSN, Stats and Recovered work as on any Log; records a
 // live writer appends after OpenReadOnly are not visible to it (open it
 // again to see them), and Reader.NextContext at the end waits until its

@@ -762,7 +762,9 @@ func (l *Log) AppendedLSN() LSN { return LSN(l.appended.Load()) }
 func (l *Log) WrittenLSN() LSN { return LSN(l.written.Load()) }
 
 // SyncedLSN returns how far the log is durable: every frame ending at or
-// before it survives a power loss. Safe at any time.
+// before it survives a power loss. Safe at any time. On a Log opened with
+// OpenReadOnly it is the recovered end, which makes no such claim (see
+// OpenReadOnly).
 func (l *Log) SyncedLSN() LSN { return LSN(l.synced.Load()) }
 
 // Recovered returns what Open found and repaired. On a Log opened with
@@ -888,7 +890,12 @@ func (l *Log) writeEnd() error {
 	if err := l.syncSegment(s.f); err != nil {
 		return fmt.Errorf("wal: close: syncing the end frame: %w", err)
 	}
-	l.written.Store(uint64(l.next)) // the end frame is no record: the log ends before it
+	// The end frame is no record: the log ends before it. (Under a
+	// write-through method writeAt advanced the synced LSN over it too.)
+	l.written.Store(uint64(l.next))
+	if l.synced.Load() > uint64(l.next) {
+		l.synced.Store(uint64(l.next))
+	}
 	return nil
 }
 
