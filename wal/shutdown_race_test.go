@@ -175,30 +175,9 @@ func TestReadRecordRacingCloseLeaksNoHandle(t *testing.T) {
 func TestFailedRollLeaksNoHandle(t *testing.T) {
 	for _, method := range []vfs.SyncMethod{vfs.Fdatasync, vfs.ODsync} {
 		t.Run(method.String(), func(t *testing.T) {
-			var armed atomic.Bool
-			inj := vfs.InjectorFunc(func(op vfs.Op) error {
-				if armed.Load() && op.Kind == vfs.OpWrite && strings.Contains(op.Path, "prepare-") && op.Offset == 0 {
-					return vfs.ErrInjected // the roll's header write into the spare
-				}
-				return nil
+			rollFailureLeaksNoHandle(t, method, func(op vfs.Op) bool {
+				return op.Kind == vfs.OpWrite && strings.Contains(op.Path, "prepare-") && op.Offset == 0 // the header write into the spare
 			})
-			ofs := newOpenFS(vfs.Inject(vfs.NewMem(), inj))
-			l := openLog(t, ofs, wal.Options{SegmentSize: 16 << 10, SyncMethod: method, Policy: policy.SyncEveryCommit()})
-			for i := 0; l.AppendedLSN() < 8<<10; i++ {
-				_, err := l.Append(payload(i, 200))
-				require.NoError(t, err)
-			}
-			require.Eventually(t, func() bool { return l.Stats().Prepare.Prepared == 2 }, 5*time.Second, time.Millisecond)
-			armed.Store(true)
-			var err error
-			for i := 0; err == nil && i < 1000; i++ {
-				_, err = l.Append(payload(i, 200))
-			}
-			require.ErrorIs(t, err, wal.ErrPoisoned)
-			require.ErrorIs(t, l.Close(), wal.ErrPoisoned)
-			if open := ofs.stillOpen(); len(open) > 0 {
-				t.Fatalf("after Close of the poisoned log %d file(s) are still open: %v", len(open), open)
-			}
 		})
 	}
 }
@@ -207,17 +186,26 @@ func TestFailedRollLeaksNoHandle(t *testing.T) {
 // into the finished segment itself; if that fails, the finished
 // segment's write handle must still be closed by Close.
 func TestFailedLinkLeaksNoHandle(t *testing.T) {
+	rollFailureLeaksNoHandle(t, vfs.ODsync, func(op vfs.Op) bool {
+		return op.Kind == vfs.OpOpenReadWrite && strings.HasSuffix(op.Path, ".wal") // the link's handle on the finished segment
+	})
+}
+
+// rollFailureLeaksNoHandle opens a log of 16 KiB segments, fills half a
+// segment, waits for the spare, then fails every op that fails matches and
+// appends until an append fails (the roll); Close of the poisoned log must
+// leave no file open.
+func rollFailureLeaksNoHandle(t *testing.T, method vfs.SyncMethod, fails func(vfs.Op) bool) {
+	t.Helper()
 	var armed atomic.Bool
-	var first atomic.Value
-	first.Store("")
 	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpOpenReadWrite && armed.Load() && strings.HasSuffix(op.Path, ".wal") {
-			return vfs.ErrInjected // the link's handle on the finished segment
+		if armed.Load() && fails(op) {
+			return vfs.ErrInjected
 		}
 		return nil
 	})
 	ofs := newOpenFS(vfs.Inject(vfs.NewMem(), inj))
-	l := openLog(t, ofs, wal.Options{SegmentSize: 16 << 10, SyncMethod: vfs.ODsync, Policy: policy.SyncEveryCommit()})
+	l := openLog(t, ofs, wal.Options{SegmentSize: 16 << 10, SyncMethod: method, Policy: policy.SyncEveryCommit()})
 	for i := 0; l.AppendedLSN() < 8<<10; i++ {
 		_, err := l.Append(payload(i, 200))
 		require.NoError(t, err)
