@@ -70,7 +70,17 @@ func (l *benchLog) sync() error {
 	l.syncs.Add(1)
 	if l.file == nil {
 		ts := syscall.NsecToTimespec(simSync.Nanoseconds())
-		return syscall.Nanosleep(&ts, nil)
+		for {
+			// The runtime's preemption signal interrupts the sleep: sleep
+			// the rest (rem), as a sync interrupted by a signal is not cut
+			// short either.
+			var rem syscall.Timespec
+			err := syscall.Nanosleep(&ts, &rem)
+			if err != syscall.EINTR {
+				return err
+			}
+			ts = rem
+		}
 	}
 	return syscall.Fdatasync(l.fd)
 }
