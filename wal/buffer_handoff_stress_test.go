@@ -298,7 +298,12 @@ func TestTruncateRacesHandoff(t *testing.T) {
 			l := openLog(t, mem, wal.Options{BufferSize: bs, Policy: policy.BufferedInterval(time.Millisecond, time.Millisecond)})
 			var wg sync.WaitGroup
 			stop := make(chan struct{})
-			var lastLSN atomic.Uint64
+			// lastLSN is a record appended since the last cut: an LSN an
+			// appender got before a cut may be cut away, and the LSNs
+			// reused for other records, so it would not be a record's.
+			var mu sync.Mutex
+			var lastLSN wal.LSN
+			var epoch atomic.Int64 // odd while a cut runs
 			for g := range 6 {
 				wg.Add(1)
 				go func() {
@@ -309,22 +314,33 @@ func TestTruncateRacesHandoff(t *testing.T) {
 							return
 						default:
 						}
+						e := epoch.Load()
 						lsn, err := l.Append(payload(g*100000+i, 1+(i*37)%400))
 						if err != nil {
 							t.Errorf("append: %v", err)
 							return
 						}
-						lastLSN.Store(uint64(lsn))
+						mu.Lock()
+						if e%2 == 0 && epoch.Load() == e {
+							lastLSN = lsn
+						}
+						mu.Unlock()
 					}
 				}()
 			}
 			for range 30 {
 				time.Sleep(2 * time.Millisecond)
-				lsn := wal.LSN(lastLSN.Load())
+				mu.Lock()
+				lsn := lastLSN
+				lastLSN = 0
+				epoch.Add(1) // appends from here on may race the cut
+				mu.Unlock()
 				if lsn == 0 {
+					epoch.Add(1)
 					continue
 				}
 				err := l.TruncateAfter(lsn)
+				epoch.Add(1)
 				if err != nil && !errors.Is(err, wal.ErrNotFound) {
 					t.Fatalf("TruncateAfter(%d): %v", lsn, err)
 				}
