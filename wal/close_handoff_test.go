@@ -139,13 +139,9 @@ func TestCloseWaitsForAUserLedFlush(t *testing.T) {
 		return nil
 	})
 	l := openLog(t, vfs.Inject(mem, inj), wal.Options{SegmentSize: 16 << 10, Policy: policy.SyncInterval(time.Hour)})
-	for i := 0; l.AppendedLSN() < 8<<10; i++ {
-		_, err := l.Append(payload(i, 200))
-		require.NoError(t, err)
-	}
 	// The spare is ready (prepared before the injector arms): the roll
 	// needs no preparation, whose writes and sync would meet the faults.
-	require.Eventually(t, func() bool { return l.Stats().Prepare.Prepared == 2 }, 5*time.Second, time.Millisecond)
+	fillToSpare(t, l)
 	armed.Store(true)
 	appended := make(chan error, 1)
 	go func() {

@@ -206,17 +206,9 @@ func rollFailureLeaksNoHandle(t *testing.T, method vfs.SyncMethod, fails func(vf
 	})
 	ofs := newOpenFS(vfs.Inject(vfs.NewMem(), inj))
 	l := openLog(t, ofs, wal.Options{SegmentSize: 16 << 10, SyncMethod: method, Policy: policy.SyncEveryCommit()})
-	for i := 0; l.AppendedLSN() < 8<<10; i++ {
-		_, err := l.Append(payload(i, 200))
-		require.NoError(t, err)
-	}
-	require.Eventually(t, func() bool { return l.Stats().Prepare.Prepared == 2 }, 5*time.Second, time.Millisecond)
+	fillToSpare(t, l)
 	armed.Store(true)
-	var err error
-	for i := 0; err == nil && i < 1000; i++ {
-		_, err = l.Append(payload(i, 200))
-	}
-	require.ErrorIs(t, err, wal.ErrPoisoned)
+	appendUntilPoisoned(t, l)
 	require.ErrorIs(t, l.Close(), wal.ErrPoisoned)
 	if open := ofs.stillOpen(); len(open) > 0 {
 		t.Fatalf("after Close of the poisoned log %d file(s) are still open: %v", len(open), open)
@@ -245,11 +237,7 @@ func TestDurableOnlyReaderStopsAtSyncedLSN(t *testing.T) {
 		close(release)
 		l.Close()
 	}()
-	for i := 0; l.AppendedLSN() < 8<<10; i++ {
-		_, err := l.Append(payload(i, 200))
-		require.NoError(t, err)
-	}
-	require.Eventually(t, func() bool { return l.Stats().Prepare.Prepared == 2 }, 5*time.Second, time.Millisecond)
+	fillToSpare(t, l)
 	armed.Store(true)
 	for i := 0; l.WrittenLSN() < 20<<10; i++ { // past the roll at ~16 KiB
 		_, err := l.Append(payload(i, 200))
@@ -350,17 +338,9 @@ func TestCloseWhileSealBlockedOnPoisonedLog(t *testing.T) {
 	})
 	ofs := newOpenFS(vfs.Inject(vfs.NewMem(), inj))
 	l := openLog(t, ofs, wal.Options{SegmentSize: 16 << 10, Policy: policy.SyncInterval(time.Hour)})
-	for i := 0; l.AppendedLSN() < 8<<10; i++ {
-		_, err := l.Append(payload(i, 200))
-		require.NoError(t, err)
-	}
-	require.Eventually(t, func() bool { return l.Stats().Prepare.Prepared == 2 }, 5*time.Second, time.Millisecond)
+	fillToSpare(t, l)
 	armed.Store(true)
-	var err error
-	for i := 0; err == nil && i < 1000; i++ {
-		_, err = l.Append(payload(i, 200))
-	}
-	require.ErrorIs(t, err, wal.ErrPoisoned)
+	appendUntilPoisoned(t, l)
 	require.Eventually(t, func() bool { return heldSync.Load() == 1 }, 5*time.Second, time.Millisecond)
 	closed := make(chan error, 1)
 	go func() { closed <- l.Close() }()
@@ -380,4 +360,28 @@ func TestCloseWhileSealBlockedOnPoisonedLog(t *testing.T) {
 	ofs.mu.Lock()
 	defer ofs.mu.Unlock()
 	require.Empty(t, ofs.afterClose, "operations on closed files")
+}
+
+// fillToSpare appends 200-byte records to l (16 KiB segments) until half
+// its first segment is used, then waits until the next segment is prepared
+// (Prepared counts the first segment and the spare): a fault armed after it
+// meets the roll, not the preparation.
+func fillToSpare(t *testing.T, l *wal.Log) {
+	t.Helper()
+	for i := 0; l.AppendedLSN() < 8<<10; i++ {
+		_, err := l.Append(payload(i, 200))
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return l.Stats().Prepare.Prepared == 2 }, 5*time.Second, time.Millisecond)
+}
+
+// appendUntilPoisoned appends 200-byte records until one fails (at most
+// 1000), and requires that failure to be ErrPoisoned.
+func appendUntilPoisoned(t *testing.T, l *wal.Log) {
+	t.Helper()
+	var err error
+	for i := 0; err == nil && i < 1000; i++ {
+		_, err = l.Append(payload(i, 200))
+	}
+	require.ErrorIs(t, err, wal.ErrPoisoned)
 }
