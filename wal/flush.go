@@ -85,10 +85,17 @@ func (l *Log) writeBuffer(b *logBuffer) error {
 // next Open removes a leftover temporary file, or adopts a kept one.
 func discardRolls(rolls []roll) {
 	for _, r := range rolls {
-		if r.seg.f != nil {
-			r.seg.f.Close()
-			r.seg.f = nil
-		}
+		r.seg.closeUnused()
+	}
+}
+
+// closeUnused closes s's write handle, if open, on a path where nothing
+// will write to s again: a failed roll, or a poisoned log's unwritten
+// rolls. The file itself stays.
+func (s *segment) closeUnused() {
+	if s.f != nil {
+		s.f.Close()
+		s.f = nil
 	}
 }
 
@@ -241,7 +248,7 @@ func (l *Log) rollTo(next *segment) error {
 	// Until next becomes the write segment nothing else holds its file: a
 	// failure closes it (the log is poisoned; the file stays for Open).
 	failed := func(err error) error {
-		discardRolls([]roll{{seg: next}})
+		next.closeUnused()
 		return err
 	}
 	if err := l.awaitSeal(true); err != nil {
@@ -287,8 +294,7 @@ func (l *Log) rollTo(next *segment) error {
 		return nil
 	}
 	if err := l.writeLink(old, next.first); err != nil {
-		old.f.Close() // no longer the write segment: Close would not close it
-		old.f = nil
+		old.closeUnused() // no longer the write segment: Close would not close it
 		return fmt.Errorf("linking %s to %s: %w", old.path, name, err)
 	}
 	if err := old.f.Close(); err != nil {
