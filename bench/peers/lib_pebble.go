@@ -33,12 +33,8 @@ func pebbleLib() *lib {
 			if err != nil {
 				return nil, err
 			}
-			// As pebble's DB opens a WAL: a syncing file with preallocation
-			// (MemTableSize*1.1 for the 4 MiB default), no BytesPerSync.
-			f = vfs.NewSyncingFile(f, vfs.SyncingFileOptions{PreallocateSize: 4 << 20 * 11 / 10})
-			cf := &countingPebbleFile{File: f}
-			p := &pebbleLog{m: m, f: cf, sem: make(chan struct{}, pebblerecord.SyncConcurrency-1)}
-			p.w = pebblerecord.NewLogWriter(cf, 1, pebblerecord.LogWriterConfig{QueueSemChan: p.sem})
+			p := &pebbleLog{m: m, sem: make(chan struct{}, pebblerecord.SyncConcurrency-1)}
+			p.startWAL(f)
 			return p, nil
 		},
 		fill: func(dir string, n int, rec []byte) error {
@@ -184,14 +180,21 @@ func (p *rotatingPebbleLog) rotateLocked() error {
 		f.Close()
 		return err
 	}
-	f = vfs.NewSyncingFile(f, vfs.SyncingFileOptions{PreallocateSize: 4 << 20 * 11 / 10})
-	p.f = &countingPebbleFile{File: f}
-	p.w = pebblerecord.NewLogWriter(p.f, 1, // the log number only tags chunks for recycled files, never read back here
-		pebblerecord.LogWriterConfig{QueueSemChan: p.sem})
+	p.startWAL(f)
 	return nil
 }
 
 func (p *rotatingPebbleLog) Syncs() int64 { return p.syncs + p.f.syncs.Load() }
+
+// startWAL makes f, a new file, the WAL p writes, as pebble's DB opens a
+// WAL: a syncing file with preallocation (MemTableSize*1.1 for the 4 MiB
+// default), no BytesPerSync, under a LogWriter (its log number only tags
+// chunks for recycled files, never read back here).
+func (p *pebbleLog) startWAL(f vfs.File) {
+	f = vfs.NewSyncingFile(f, vfs.SyncingFileOptions{PreallocateSize: 4 << 20 * 11 / 10})
+	p.f = &countingPebbleFile{File: f}
+	p.w = pebblerecord.NewLogWriter(p.f, 1, pebblerecord.LogWriterConfig{QueueSemChan: p.sem})
+}
 
 func (p *pebbleLog) Syncs() int64 { return p.f.syncs.Load() }
 func (p *pebbleLog) Close() error { return p.w.Close() }
