@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -333,6 +334,16 @@ func (l *Log) prepareSegment(allocate, sync bool) (*segment, error) {
 		if err != nil {
 			return fail(err)
 		}
+		// Yield the P after every chunk. Each write is a short syscall
+		// (about 10 µs) that returns before sysmon can hand the P to
+		// another thread, so without this the preparer keeps its P for a
+		// whole 10 ms time slice, and commits woken onto that P's run queue
+		// wait behind it while the other P is held by the leader's
+		// fdatasync: with GOMAXPROCS=2 and 16 SyncEveryCommit committers a
+		// runtime trace showed followers runnable for 12–14 ms behind a
+		// zero-fill, 3–4 such stalls per 768 MiB. Nothing waits for the
+		// preparer but a roll, and a Gosched costs well under 1% of a chunk.
+		runtime.Gosched()
 	}
 	return done(true)
 }

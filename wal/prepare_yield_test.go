@@ -1,0 +1,73 @@
+package wal_test
+
+import (
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/durawal/durawal/policy"
+	"github.com/durawal/durawal/wal"
+	"github.com/durawal/durawal/wal/vfs"
+)
+
+// TestPreparerYieldsBetweenChunks: a goroutine made runnable while the
+// segment preparer zero-fills a spare runs within a chunk, not after the
+// whole segment. With one P (the case of two Ps whose other one is held in
+// a leader's fdatasync), a preparer that never yields holds the P until it
+// blocks or is preempted (10 ms): commits woken onto its run queue waited
+// that long behind it in a runtime trace of 16 SyncEveryCommit committers.
+func TestPreparerYieldsBetweenChunks(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const (
+		segSize = 4 << 20
+		chunk   = 64 << 10 // the zero-fill's write size
+		readyAt = 4        // the chunk whose write readies the other goroutine
+	)
+	var writes atomic.Int64 // zero-fill writes begun
+	ready := make(chan struct{})
+	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpWrite && op.Len == chunk && strings.Contains(op.Path, "/prepare-") { // not a header
+			if writes.Add(1) == readyAt {
+				close(ready)
+			}
+		}
+		return nil
+	})
+	ran := make(chan int64)
+	go func() {
+		<-ready
+		ran <- writes.Load()
+	}()
+	l, err := wal.Open(t.TempDir(), wal.Options{
+		FS:          vfs.Inject(vfs.NewMem(), inj),
+		SegmentSize: segSize,
+		Policy:      policy.SyncEveryCommit(), // its spares are zero-filled, not allocated
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// Past half the first segment the preparer starts zero-filling the
+	// next one.
+	rec := make([]byte, 4000)
+	for n := 0; writes.Load() == 0; n++ {
+		if n*len(rec) > segSize {
+			t.Fatal("no spare was zero-filled while a whole segment was appended")
+		}
+		if _, err := l.Append(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got int64
+	select {
+	case got = <-ran:
+	case <-time.After(time.Minute):
+		t.Fatalf("the preparer wrote %d chunks and never reached write %d", writes.Load(), readyAt)
+	}
+	if total := int64(segSize / chunk); got > readyAt+2 {
+		t.Fatalf("the goroutine readied by zero-fill write %d ran after write %d of %d: the preparer held its P through the chunks between",
+			readyAt, got, total)
+	}
+}
