@@ -71,3 +71,56 @@ func TestPreparerYieldsBetweenChunks(t *testing.T) {
 			readyAt, got, total)
 	}
 }
+
+// TestRemoveBeforeYieldsBetweenRemovals: the same for a checkpoint that
+// removes many segments: a goroutine readied during the removals runs
+// between two of them, not after the last.
+func TestRemoveBeforeYieldsBetweenRemovals(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const readyAt = 4
+	var removals atomic.Int64 // segment files removed or renamed for reuse
+	ready := make(chan struct{})
+	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+		if (op.Kind == vfs.OpRemove || op.Kind == vfs.OpRename) && strings.HasSuffix(op.Path, ".wal") {
+			if removals.Add(1) == readyAt {
+				close(ready)
+			}
+		}
+		return nil
+	})
+	l, err := wal.Open(t.TempDir(), wal.Options{
+		FS:          vfs.Inject(vfs.NewMem(), inj),
+		SegmentSize: wal.MinSegmentSize,
+		Policy:      policy.BufferedInterval(time.Hour, time.Hour),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	rec := make([]byte, 1000)
+	var last wal.LSN
+	for l.Stats().Segments < 64 {
+		if last, err = l.Append(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan int64, 1)
+	go func() {
+		<-ready
+		ran <- removals.Load()
+	}()
+	if _, err := l.RemoveBefore(last); err != nil {
+		t.Fatal(err)
+	}
+	total := removals.Load()
+	if total < 32 {
+		t.Fatalf("RemoveBefore removed %d segment files, want 63", total)
+	}
+	if got := <-ran; got > readyAt+1 {
+		t.Fatalf("the goroutine readied by removal %d ran after removal %d of %d: RemoveBefore held its P through the removals between",
+			readyAt, got, total)
+	}
+}
