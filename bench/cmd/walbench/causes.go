@@ -119,14 +119,19 @@ type slowCommit struct {
 	start, latency time.Duration // start is the offset from the run's start
 }
 
-// slowest keeps the k slowest commits of one committer.
+// slowest keeps the k slowest commits of one committer, and every one of
+// its commits over 10 ms.
 type slowest struct {
 	k    int
 	kept []slowCommit
-	min  int // index of the fastest kept
+	min  int          // index of the fastest kept
+	over []slowCommit // every commit over over10ms, in order
 }
 
 func (s *slowest) add(c slowCommit) {
+	if c.latency > over10ms {
+		s.over = append(s.over, c)
+	}
 	if len(s.kept) < s.k {
 		s.kept = append(s.kept, c)
 		if c.latency < s.kept[s.min].latency {
@@ -271,4 +276,25 @@ func (tc *tailCauses) String() string {
 		}
 	}
 	return fmt.Sprintf("%d ≥ %s µs: %s", tc.Commits, fmtUS(tc.Fastest), strings.Join(parts, ", "))
+}
+
+// stalls counts the moments when commits took over 10 ms: the disjoint
+// intervals the union of the slow commits' waits (start to return) makes.
+// Commits that waited through the same slow moment (a group's slow
+// fdatasync, which every member of the group waits for) count once, so a
+// log shared by 16 committers compares with a loop of one.
+func stalls(over []slowCommit) int {
+	s := slices.Clone(over)
+	slices.SortFunc(s, func(a, b slowCommit) int { return cmp.Compare(a.start, b.start) })
+	n := 0
+	var end time.Duration
+	for i, c := range s {
+		if i == 0 || c.start > end {
+			n++
+			end = c.start + c.latency
+		} else {
+			end = max(end, c.start+c.latency)
+		}
+	}
+	return n
 }

@@ -264,12 +264,13 @@ func drive(ctx context.Context, n, each int, d time.Duration, commit func(contex
 	if each == 0 {
 		ld.For = d
 	}
-	return driveLoad(ctx, ld, worstPerRun, commit, onStart)
+	return driveLoad(ctx, ld, worstPerRun, nil, commit, onStart)
 }
 
 // driveLoad is drive for any measure.Load (its OnStart and OnCall are
-// replaced), keeping each committer's k slowest commits.
-func driveLoad(ctx context.Context, ld measure.Load, k int, commit func(context.Context) error,
+// replaced), keeping each committer's k slowest commits and, if over is
+// not nil, appending to it every commit over 10 ms.
+func driveLoad(ctx context.Context, ld measure.Load, k int, over *[]slowCommit, commit func(context.Context) error,
 	onStart func(time.Time)) ([]time.Duration, []slowCommit, time.Duration, error) {
 	slows := make([]*slowest, max(ld.Workers, 1))
 	for i := range slows {
@@ -292,6 +293,11 @@ func driveLoad(ctx context.Context, ld measure.Load, k int, commit func(context.
 	var kept []slowCommit
 	for _, s := range slows {
 		kept = append(kept, s.kept...)
+	}
+	if over != nil {
+		for _, s := range slows {
+			*over = append(*over, s.over...)
+		}
 	}
 	return run.Latencies, kept, run.Elapsed, nil
 }

@@ -219,3 +219,27 @@ func TestExplainWorstOnePerStall(t *testing.T) {
 	assert.Equal(t, "fdatasync took 90.0 ms", got[0].Cause)
 	assert.True(t, strings.HasPrefix(got[1].Cause, "unknown"))
 }
+
+// TestStalls: commits whose waits overlap make one stall; disjoint ones
+// count apart, in whatever order the committers recorded them.
+func TestStalls(t *testing.T) {
+	ms := func(start, lat int) slowCommit {
+		return slowCommit{start: time.Duration(start) * time.Millisecond, latency: time.Duration(lat) * time.Millisecond}
+	}
+	for _, tc := range []struct {
+		name string
+		over []slowCommit
+		want int
+	}{
+		{"none", nil, 0},
+		{"one", []slowCommit{ms(5, 12)}, 1},
+		{"a group of three", []slowCommit{ms(100, 14), ms(101, 13), ms(99, 15)}, 1},
+		{"chained overlaps", []slowCommit{ms(0, 11), ms(10, 11), ms(20, 11)}, 1},
+		{"apart, out of order", []slowCommit{ms(200, 11), ms(0, 11), ms(100, 11)}, 3},
+		{"a long one swallows later ones", []slowCommit{ms(0, 100), ms(50, 11), ms(90, 11), ms(120, 11)}, 2},
+	} {
+		if got := stalls(tc.over); got != tc.want {
+			t.Errorf("%s: stalls = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
