@@ -1,0 +1,27 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"github.com/durawal/durawal/wal"
+	"github.com/stretchr/testify/require"
+)
+
+// FINDING: with the last segment file replaced by a directory, Open fails
+// (ErrCorrupt: the link frame of the previous segment names a segment that
+// is not there), but waldump exits 0 and says Open would recover the log up
+// to the start of the lost segment: the documented exit status (0 only if
+// Open would open the log) is wrong, and the lost records go unreported.
+func TestBreakerDumpLastSegmentIsDirectory(t *testing.T) {
+	dir, segs := newLog(t, 100, true)
+	last := segs[len(segs)-1]
+	require.NoError(t, os.Remove(last))
+	require.NoError(t, os.Mkdir(last, 0o755))
+
+	_, openErr := wal.Open(dir, wal.Options{SegmentSize: 4 << 10})
+	require.ErrorIs(t, openErr, wal.ErrCorrupt)
+
+	code, out, _ := dumpDir(dir)
+	require.Equal(t, 1, code, "Open fails with %v, but waldump says:\n%s", openErr, out)
+}
