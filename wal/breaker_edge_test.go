@@ -45,3 +45,39 @@ func TestBreakerReadOnlyLastSegmentIsDirectory(t *testing.T) {
 	}
 	require.ErrorIs(t, err, wal.ErrCorrupt)
 }
+
+// FINDING: Open lists only regular files, so a log directory whose files
+// are symbolic links (segments and first-lsn moved to another disk and
+// linked back, as operators do) looks empty: Open silently creates a new
+// log at LSN 0 over the links, and every acknowledged record vanishes with
+// no error. A single linked segment is reported ("missing"); linking all
+// of them is not. Open should follow the links or refuse the entries
+// (ErrForeignFile), never start an empty log.
+func TestBreakerOpenAllSegmentsSymlinkedStartsEmptyLog(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	opts := wal.Options{SegmentSize: 8 << 10}
+	l, err := wal.Open(dir, opts)
+	require.NoError(t, err)
+	for i := range 500 {
+		_, err := l.Append(record(0, i, 1+i%300))
+		require.NoError(t, err)
+	}
+	require.NoError(t, l.Close())
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range ents {
+		if e.Name() == "LOCK" {
+			continue
+		}
+		require.NoError(t, os.Rename(filepath.Join(dir, e.Name()), filepath.Join(other, e.Name())))
+		require.NoError(t, os.Symlink(filepath.Join(other, e.Name()), filepath.Join(dir, e.Name())))
+	}
+
+	l, err = wal.Open(dir, opts)
+	if err != nil {
+		return // a clear error is acceptable
+	}
+	defer l.Close()
+	_, recs := readAll(t, l, 0)
+	require.Len(t, recs, 500, "Open succeeded (RecoveryInfo %+v) but the 500 acknowledged records are gone", l.Recovered())
+}
