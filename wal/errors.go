@@ -35,7 +35,10 @@ var (
 	// Options.
 	ErrInvalidOptions = errors.New("wal: invalid options")
 	// ErrForeignFile is returned by Open when the directory holds a file the
-	// log did not create.
+	// log did not create, or an entry that is not a regular file (a
+	// symbolic link, even to a segment moved elsewhere, or a device: the
+	// error also matches vfs.ErrNotRegular and names it). Open, OpenReadOnly
+	// and InspectDir refuse such a directory rather than skip the entry.
 	ErrForeignFile = errors.New("wal: foreign file in log directory")
 	// ErrNotAppended wraps the context's error when ctx ended before the
 	// record got an LSN (while Append waited for log-buffer space or a new

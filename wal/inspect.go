@@ -2,6 +2,7 @@ package wal
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -67,6 +68,9 @@ func InspectDir(fsys vfs.FS, dir string) (DirInfo, error) {
 	}
 	names, err := fsys.List(dir)
 	if err != nil {
+		if errors.Is(err, vfs.ErrNotRegular) {
+			err = fmt.Errorf("%w: %w", ErrForeignFile, err)
+		}
 		return DirInfo{}, fmt.Errorf("wal: inspect: listing %s: %w", dir, err)
 	}
 	d, err := classifyDir(fsys, dir, names, false)

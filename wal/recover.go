@@ -103,6 +103,9 @@ func (l *Log) recover() error {
 		if l.readOnly && errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("wal: open read-only: no log directory %s: %w", l.dir, err)
 		}
+		if errors.Is(err, vfs.ErrNotRegular) {
+			return fmt.Errorf("%w: %w", ErrForeignFile, err)
+		}
 		return fmt.Errorf("wal: open: listing %s: %w", l.dir, err)
 	}
 	d, err := classifyDir(l.fs, l.dir, names, true)
@@ -982,14 +985,15 @@ func scanTail(sc *frameScanner, xoff int64, x, lo LSN) (at, wm LSN, end, last in
 }
 
 // segmentExists reports whether the segment starting at first is in the
-// log directory now.
+// log directory now, as a file the listing recovery read would include: a
+// directory of that name opens, but is not a segment.
 func (l *Log) segmentExists(first LSN) bool {
-	f, err := l.fs.Open(filepath.Join(l.dir, segmentName(first)))
+	names, err := l.fs.List(l.dir)
 	if err != nil {
 		return false
 	}
-	f.Close()
-	return true
+	_, found := slices.BinarySearch(names, segmentName(first))
+	return found
 }
 
 // rewrite writes buf's bytes of the frames in [from, end) of s again, through

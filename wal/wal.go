@@ -254,8 +254,8 @@ func (l *Log) makeDir(dir string) error {
 	var missing []string // the directories to create, deepest first
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
 		_, err := l.fs.List(d)
-		if err == nil {
-			break // exists
+		if err == nil || errors.Is(err, vfs.ErrNotRegular) {
+			break // exists (an ancestor may hold links: only the log's own directory is refused for them)
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			// Not known to be missing: taking it for present could leave a

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"syscall"
 )
@@ -81,8 +82,16 @@ func (osFS) List(dir string) ([]string, error) {
 	}
 	names := make([]string, 0, len(ents))
 	for _, e := range ents {
-		if e.Type().IsRegular() {
+		switch t := e.Type(); {
+		case t.IsRegular():
 			names = append(names, e.Name())
+		case t.IsDir():
+		default:
+			kind := "a symbolic link"
+			if t&fs.ModeSymlink == 0 {
+				kind = "a special file (" + t.String() + ")"
+			}
+			return nil, fmt.Errorf("%w: %s is %s", ErrNotRegular, filepath.Join(dir, e.Name()), kind)
 		}
 	}
 	slices.Sort(names)

@@ -57,7 +57,9 @@ type FS interface {
 	Rename(oldname, newname string) error
 	// Remove removes a file. Durable after SyncDir.
 	Remove(name string) error
-	// List returns the sorted base names of the regular files in dir.
+	// List returns the sorted base names of the regular files in dir,
+	// skipping subdirectories; any other entry (a symbolic link, a device)
+	// is an error matching ErrNotRegular that names it.
 	List(dir string) ([]string, error)
 	// MkdirAll creates dir and any missing parents.
 	MkdirAll(dir string, perm fs.FileMode) error

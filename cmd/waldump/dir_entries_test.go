@@ -8,12 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// FINDING: with the last segment file replaced by a directory, Open fails
-// (ErrCorrupt: the link frame of the previous segment names a segment that
-// is not there), but waldump exits 0 and says Open would recover the log up
-// to the start of the lost segment: the documented exit status (0 only if
-// Open would open the log) is wrong, and the lost records go unreported.
-func TestBreakerDumpLastSegmentIsDirectory(t *testing.T) {
+// TestDumpLastSegmentIsDirectory: with the last segment file replaced by a
+// directory, Open fails (ErrCorrupt: the link frame of the previous segment
+// names a segment that is not there), and waldump must exit 1 as its
+// documented status says (0 only if Open would open the log); it exited 0,
+// the lost records unreported.
+func TestDumpLastSegmentIsDirectory(t *testing.T) {
 	dir, segs := newLog(t, 100, true)
 	last := segs[len(segs)-1]
 	require.NoError(t, os.Remove(last))

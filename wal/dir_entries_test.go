@@ -1,0 +1,133 @@
+package wal_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/durawal/durawal/wal"
+	"github.com/durawal/durawal/wal/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// TestReadOnlyLastSegmentIsDirectory: with the last segment file of a
+// cleanly closed log replaced by a directory, Open fails (ErrCorrupt: the
+// link frame names a segment that is not there) and OpenReadOnly must reach
+// the same verdict. It used to take the directory, which opens, for a live
+// writer's new segment and end the log at the link frame, every record of
+// the last segment silently gone.
+func TestReadOnlyLastSegmentIsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	opts := wal.Options{SegmentSize: 8 << 10}
+	l, err := wal.Open(dir, opts)
+	require.NoError(t, err)
+	for i := range 500 {
+		_, err := l.Append(record(0, i, 1+i%300))
+		require.NoError(t, err)
+	}
+	end := l.AppendedLSN()
+	require.NoError(t, l.Close())
+
+	names, err := filepath.Glob(filepath.Join(dir, "*.wal"))
+	require.NoError(t, err)
+	last := names[len(names)-1]
+	require.NoError(t, os.Remove(last))
+	require.NoError(t, os.Mkdir(last, 0o755))
+
+	_, openErr := wal.Open(dir, opts)
+	require.ErrorIs(t, openErr, wal.ErrCorrupt, "Open reports the missing last segment")
+
+	ro, err := wal.OpenReadOnly(dir, opts)
+	if err == nil {
+		got := ro.Recovered().EndLSN
+		ro.Close()
+		t.Fatalf("OpenReadOnly succeeded with EndLSN %d (acknowledged end %d) while Open fails with %v: the records of the last segment vanish silently", got, end, openErr)
+	}
+	require.ErrorIs(t, err, wal.ErrCorrupt)
+}
+
+// TestOpenRefusesLinkedSegments: a log directory whose files are symbolic
+// links (segments and first-lsn moved to another disk and linked back) used
+// to list as empty, the links skipped, and Open created a new log at LSN 0
+// over them: every acknowledged record gone with no error. Open,
+// OpenReadOnly and InspectDir now refuse the links (ErrForeignFile, and
+// vfs.ErrNotRegular naming the entry).
+func TestOpenRefusesLinkedSegments(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	opts := wal.Options{SegmentSize: 8 << 10}
+	l, err := wal.Open(dir, opts)
+	require.NoError(t, err)
+	for i := range 500 {
+		_, err := l.Append(record(0, i, 1+i%300))
+		require.NoError(t, err)
+	}
+	require.NoError(t, l.Close())
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range ents {
+		if e.Name() == "LOCK" {
+			continue
+		}
+		require.NoError(t, os.Rename(filepath.Join(dir, e.Name()), filepath.Join(other, e.Name())))
+		require.NoError(t, os.Symlink(filepath.Join(other, e.Name()), filepath.Join(dir, e.Name())))
+	}
+
+	l, err = wal.Open(dir, opts)
+	if err == nil {
+		defer l.Close()
+		_, recs := readAll(t, l, 0)
+		require.Len(t, recs, 500, "Open succeeded (RecoveryInfo %+v) but the 500 acknowledged records are gone", l.Recovered())
+	}
+	require.ErrorIs(t, err, wal.ErrForeignFile)
+	require.ErrorIs(t, err, vfs.ErrNotRegular)
+	require.ErrorContains(t, err, "symbolic link")
+	_, err = wal.OpenReadOnly(dir, opts)
+	require.ErrorIs(t, err, wal.ErrForeignFile)
+	_, err = wal.InspectDir(nil, dir)
+	require.ErrorIs(t, err, wal.ErrForeignFile)
+}
+
+// TestOpenRefusesDanglingLinks: segments linked to a disk that is not
+// mounted (every link dangles) must not read as an empty directory, where
+// Open would start a new log over them.
+func TestOpenRefusesDanglingLinks(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	l, err := wal.Open(dir, wal.Options{SegmentSize: 8 << 10})
+	require.NoError(t, err)
+	for i := range 50 {
+		_, err := l.Append(record(0, i, 500))
+		require.NoError(t, err)
+	}
+	require.NoError(t, l.Close())
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range ents {
+		if e.Name() == "LOCK" {
+			continue
+		}
+		require.NoError(t, os.Remove(filepath.Join(dir, e.Name())))
+		require.NoError(t, os.Symlink(filepath.Join(other, "unmounted", e.Name()), filepath.Join(dir, e.Name())))
+	}
+	_, err = wal.Open(dir, wal.Options{SegmentSize: 8 << 10})
+	require.ErrorIs(t, err, wal.ErrForeignFile, "Open over dangling links must fail, not start a new log")
+	after, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range after {
+		if e.Name() != "LOCK" {
+			require.NotZero(t, e.Type()&os.ModeSymlink, "Open created %s among the links", e.Name())
+		}
+	}
+}
+
+// TestOpenCreatesLogBesideLinks: links elsewhere than in the log's own
+// directory are none of its business: a new log is created in a directory
+// whose parent holds a symbolic link (as / does on merged-/usr systems).
+func TestOpenCreatesLogBesideLinks(t *testing.T) {
+	parent := t.TempDir()
+	require.NoError(t, os.Symlink("/nonexistent", filepath.Join(parent, "a-link")))
+	l, err := wal.Open(filepath.Join(parent, "log", "nested"), wal.Options{SegmentSize: 8 << 10})
+	require.NoError(t, err)
+	_, err = l.Append([]byte("x"))
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+}
