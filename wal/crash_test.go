@@ -134,7 +134,7 @@ func checkRecoveredDepth(t *testing.T, img vfs.FS, opts wal.Options, h *history,
 	require.NoError(t, l.Close(), what)
 	l, err = wal.Open(logDir, opts)
 	require.NoError(t, err, "%s: second Open", what)
-	require.Zero(t, l.Recovered().TornBytes, "%s: second Open found a torn tail", what)
+	require.Zero(t, l.Recovered().TornBytes, "%s: second Open found a torn tail: %+v; first Open %+v; end after appends %d", what, l.Recovered(), info, end)
 	_, got2 := readAll(t, l, info.FirstLSN)
 	require.Equal(t, append(got, more...), got2, "%s: after the second Open", what)
 	require.NoError(t, l.Close(), what)

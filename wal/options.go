@@ -144,10 +144,12 @@ type Options struct {
 	// a log checkpointed by RemoveBefore writes each byte about once, and
 	// its fdatasyncs find every block allocated. Kept files are named
 	// "recycle-<n>.wal.tmp" and survive Close, as PostgreSQL keeps its
-	// recycled files: Open adopts up to RecycleSegments of them whose
-	// header names an LSN below the log's start, and removes the rest
-	// (another SegmentSize, a log recreated in the directory, a smaller
-	// pool; counted in RecoveryInfo.RemovedTemp). Builds that do not reuse
+	// recycled files: after a clean Close, Open adopts up to
+	// RecycleSegments of them whose header names an LSN below the log's
+	// start, and removes the rest (another SegmentSize, a log recreated in
+	// the directory, a smaller pool; counted in RecoveryInfo.RemovedTemp).
+	// After a crash it removes them all: a roll undone by the crash may
+	// have left frames of the LSNs the log writes next in a kept file. Builds that do not reuse
 	// them remove them as temporary files. Default DefaultRecycleSegments
 	// (2); negative: none (Open removes any).
 	RecycleSegments int

@@ -288,7 +288,19 @@ func (l *Log) recover() error {
 			return fmt.Errorf("wal: open: %w", err)
 		}
 	}
-	if err := l.adoptPooled(pooled, firsts[0]); err != nil {
+	// Kept files are trusted only after a clean Close. A roll reuses a
+	// kept file by renaming it, and a crash may undo the rename while
+	// keeping the frames written into the file, or some of their blocks
+	// and not its new header: the file is back under its kept name, its
+	// header naming an LSN below the start, but it holds frames of LSNs
+	// the log will write again after this recovery, with valid checksums.
+	// Reused, those stale frames would follow the new ones as if written
+	// by them.
+	trustBelow := firsts[0]
+	if !l.info.Clean {
+		trustBelow = 0 // no LSN is below 0: every kept file is removed
+	}
+	if err := l.adoptPooled(pooled, trustBelow); err != nil {
 		return err
 	}
 	l.segFirsts, l.segSizes = firsts, sizes
@@ -448,8 +460,9 @@ func (l *Log) checkFirst(firsts []LSN) (kept []LSN, recorded bool, err error) {
 // adoptPooled takes into the pool of files to reuse (Options.RecycleSegments)
 // the segment files an earlier process kept, named in names, and removes the
 // rest. A file is kept only if it is a segment of the size new segments get,
-// with a valid header naming an LSN below start, the log's first LSN: its
-// stale frames then carry LSNs the log never uses again. Anything
+// with a valid header naming an LSN below start (the log's first LSN, or 0
+// after a crash, when none is kept): its stale frames then carry LSNs the
+// log never uses again. Anything
 // else (a log recreated in the directory, another SegmentSize, more files
 // than the pool takes) is removed, counted in RecoveryInfo.RemovedTemp. A
 // read-only Log only counts.
