@@ -134,6 +134,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	d, err := collect(dir, *frames, *records)
 	if err != nil {
 		fmt.Fprintf(stderr, "waldump: %v\n", err)
+		if errors.Is(err, wal.ErrForeignFile) {
+			return 1 // a log directory Open refuses, not a usage error
+		}
 		return 2
 	}
 	if *asJSON {

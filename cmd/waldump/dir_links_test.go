@@ -9,11 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestB2DumpSymlinkInLogDir: a log directory holding a real log plus one
+// TestDumpSymlinkInLogDir: a log directory holding a real log plus one
 // symbolic link. Open fails with ErrForeignFile; the documented exit status
 // is 1 when Open would fail ("a foreign file"), 2 only for a usage error or
 // a directory that holds no log. waldump exits 2 with no verdict.
-func TestB2DumpSymlinkInLogDir(t *testing.T) {
+func TestDumpSymlinkInLogDir(t *testing.T) {
 	dir, _ := newLog(t, 100, true)
 	require.NoError(t, os.Symlink("/nonexistent", filepath.Join(dir, "junk")))
 	_, openErr := wal.Open(dir, wal.Options{SegmentSize: 4 << 10})
