@@ -118,16 +118,3 @@ func TestOpenRefusesDanglingLinks(t *testing.T) {
 		}
 	}
 }
-
-// TestOpenCreatesLogBesideLinks: links elsewhere than in the log's own
-// directory are none of its business: a new log is created in a directory
-// whose parent holds a symbolic link (as / does on merged-/usr systems).
-func TestOpenCreatesLogBesideLinks(t *testing.T) {
-	parent := t.TempDir()
-	require.NoError(t, os.Symlink("/nonexistent", filepath.Join(parent, "a-link")))
-	l, err := wal.Open(filepath.Join(parent, "log", "nested"), wal.Options{SegmentSize: 8 << 10})
-	require.NoError(t, err)
-	_, err = l.Append([]byte("x"))
-	require.NoError(t, err)
-	require.NoError(t, l.Close())
-}

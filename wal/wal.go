@@ -163,8 +163,16 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := l.makeDir(dir); err != nil {
 		return nil, fmt.Errorf("wal: open: %w", err)
 	}
+	// Refuse a directory holding links or special files before creating
+	// anything in it (the lock file); recover lists it again under the lock.
+	if _, err := l.fs.List(dir); errors.Is(err, vfs.ErrNotRegular) {
+		return nil, fmt.Errorf("wal: open %s: %w: %w", dir, ErrForeignFile, err)
+	}
 	lock, err := l.fs.Lock(dir + "/" + lockName)
 	if err != nil {
+		if errors.Is(err, vfs.ErrNotRegular) {
+			err = fmt.Errorf("%w: %w", ErrForeignFile, err)
+		}
 		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
 	}
 	l.lock = lock

@@ -87,11 +87,7 @@ func (osFS) List(dir string) ([]string, error) {
 			names = append(names, e.Name())
 		case t.IsDir():
 		default:
-			kind := "a symbolic link"
-			if t&fs.ModeSymlink == 0 {
-				kind = "a special file (" + t.String() + ")"
-			}
-			return nil, fmt.Errorf("%w: %s is %s", ErrNotRegular, filepath.Join(dir, e.Name()), kind)
+			return nil, fmt.Errorf("%w: %s is %s", ErrNotRegular, filepath.Join(dir, e.Name()), entryKind(t))
 		}
 	}
 	slices.Sort(names)
@@ -115,10 +111,29 @@ func (osFS) SyncDir(dir string) error {
 	return nil
 }
 
+// entryKind names what a directory entry of type t that is neither a
+// regular file nor a directory is, for ErrNotRegular.
+func entryKind(t fs.FileMode) string {
+	if t&fs.ModeSymlink != 0 {
+		return "a symbolic link"
+	}
+	return "a special file (" + t.Type().String() + ")"
+}
+
+// Lock opens the lock file without following a symbolic link (where the
+// platform can), so that a link named like it is refused (ErrNotRegular)
+// rather than followed to create its target elsewhere.
 func (osFS) Lock(name string) (io.Closer, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|noFollow, 0o644)
 	if err != nil {
+		if fi, lerr := os.Lstat(name); lerr == nil && !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("%w: %s is %s", ErrNotRegular, name, entryKind(fi.Mode()))
+		}
 		return nil, err
+	}
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s is %s", ErrNotRegular, name, entryKind(fi.Mode()))
 	}
 	if err := lockFile(f); err != nil {
 		f.Close()

@@ -19,6 +19,9 @@ func fsyncFile(f *os.File) error { return fdatasyncFile(f) }
 
 func lockFile(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) }
 
+// noFollow makes Lock refuse a symbolic link instead of following it.
+const noFollow = unix.O_NOFOLLOW
+
 // methodFlags returns the open flags of m. darwin has no O_DIRECT (F_NOCACHE
 // is a hint, not an alignment contract), so the direct methods are refused.
 // Its O_DSYNC does not flush the drive's cache as F_FULLFSYNC does.

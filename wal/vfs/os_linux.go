@@ -21,6 +21,9 @@ func fsyncFile(f *os.File) error { return unix.Fsync(int(f.Fd())) }
 
 func lockFile(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) }
 
+// noFollow makes Lock refuse a symbolic link instead of following it.
+const noFollow = unix.O_NOFOLLOW
+
 // methodFlags returns the open flags of m.
 func methodFlags(m SyncMethod) (int, error) {
 	switch m {

@@ -13,6 +13,10 @@ func fdatasyncFile(f *os.File) error { return f.Sync() }
 func fsyncFile(f *os.File) error     { return f.Sync() }
 func lockFile(f *os.File) error      { return nil } // no portable advisory lock
 
+// noFollow is 0: no portable O_NOFOLLOW; Lock still refuses a lock file that
+// is not a regular file once opened.
+const noFollow = 0
+
 // methodFlags returns the open flags of m: O_SYNC stands in for O_DSYNC
 // (stronger, never weaker); O_DIRECT is refused.
 func methodFlags(m SyncMethod) (int, error) {

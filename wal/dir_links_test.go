@@ -1,3 +1,5 @@
+//go:build unix
+
 package wal_test
 
 import (
@@ -12,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func b2names(t *testing.T, dir string) []string {
+func dirNames(t *testing.T, dir string) []string {
 	ents, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	var n []string
@@ -23,7 +25,7 @@ func b2names(t *testing.T, dir string) []string {
 	return n
 }
 
-func TestB2SymlinkedLogDir(t *testing.T) {
+func TestSymlinkedLogDirWorks(t *testing.T) {
 	real := t.TempDir()
 	link := filepath.Join(t.TempDir(), "log")
 	require.NoError(t, os.Symlink(real, link))
@@ -49,8 +51,9 @@ func TestB2SymlinkedLogDir(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// Parent directories with links: the log dir's parent contains a symlink.
-func TestB2ParentWithSymlink(t *testing.T) {
+// TestOpenBesideLinksAndFifos: links and FIFOs in a parent directory are
+// none of the log's business: a new log is created below it.
+func TestOpenBesideLinksAndFifos(t *testing.T) {
 	p := t.TempDir()
 	require.NoError(t, os.Symlink("/nonexistent", filepath.Join(p, "dangling")))
 	require.NoError(t, syscall.Mkfifo(filepath.Join(p, "fifo"), 0o644))
@@ -61,22 +64,24 @@ func TestB2ParentWithSymlink(t *testing.T) {
 	require.NoError(t, l.Close())
 }
 
-// Open refuses a directory with a symlink: nothing must be created in it.
-func TestB2RefuseCreatesNothing(t *testing.T) {
+// TestOpenRefusingLinksCreatesNothing: Open refuses a directory holding a
+// symbolic link before it creates anything in it (the lock file included).
+func TestOpenRefusingLinksCreatesNothing(t *testing.T) {
 	for _, name := range []string{"junk", "first-lsn", "00000000000000000000.wal"} {
 		dir := t.TempDir()
 		require.NoError(t, os.Symlink("/nonexistent", filepath.Join(dir, name)))
-		before := b2names(t, dir)
+		before := dirNames(t, dir)
 		_, err := wal.Open(dir, wal.Options{})
 		t.Logf("%s: %v", name, err)
 		require.ErrorIs(t, err, wal.ErrForeignFile)
 		require.ErrorIs(t, err, vfs.ErrNotRegular)
-		require.Equal(t, before, b2names(t, dir), "Open refused %s but changed the directory", name)
+		require.Equal(t, before, dirNames(t, dir), "Open refused %s but changed the directory", name)
 	}
 }
 
-// LOCK as a dangling symlink: Open must not create the link's target.
-func TestB2LockDanglingSymlink(t *testing.T) {
+// TestOpenRefusesLockLink: a dangling link named LOCK is refused; Open
+// must not follow it and create its target outside the log directory.
+func TestOpenRefusesLockLink(t *testing.T) {
 	dir, other := t.TempDir(), t.TempDir()
 	target := filepath.Join(other, "created-by-open")
 	require.NoError(t, os.Symlink(target, filepath.Join(dir, "LOCK")))
@@ -87,7 +92,7 @@ func TestB2LockDanglingSymlink(t *testing.T) {
 	require.Error(t, serr, "Open refused the LOCK link but created its target %s outside the log directory", target)
 }
 
-func TestB2Fifos(t *testing.T) {
+func TestOpenRefusesSpecialFiles(t *testing.T) {
 	l0dir := t.TempDir()
 	l, err := wal.Open(l0dir, wal.Options{SegmentSize: 8 << 10})
 	require.NoError(t, err)
@@ -97,10 +102,10 @@ func TestB2Fifos(t *testing.T) {
 	}
 	require.NoError(t, l.Close())
 	segs, _ := filepath.Glob(filepath.Join(l0dir, "*.wal"))
-	for _, name := range []string{"LOCK", "first-lsn", "truncate-lsn", filepath.Base(segs[len(segs)-1]) , "recycle-1.wal.tmp", "zz.wal"} {
+	for _, name := range []string{"LOCK", "first-lsn", "truncate-lsn", filepath.Base(segs[len(segs)-1]), "recycle-1.wal.tmp", "zz.wal"} {
 		for _, kind := range []string{"fifo", "sock"} {
 			if kind == "sock" && name == "LOCK" {
-				continue // TestB2SocketNamedLOCK
+				continue // TestOpenRefusesSocketLock
 			}
 			dir := t.TempDir()
 			l, err := wal.Open(dir, wal.Options{SegmentSize: 8 << 10})
@@ -120,7 +125,7 @@ func TestB2Fifos(t *testing.T) {
 				require.NoError(t, syscall.Bind(fd, &syscall.SockaddrUnix{Name: p}))
 				defer syscall.Close(fd)
 			}
-			before := b2names(t, dir)
+			before := dirNames(t, dir)
 			_, err = wal.Open(dir, wal.Options{SegmentSize: 8 << 10})
 			t.Logf("%s %s: open: %v", kind, name, err)
 			require.ErrorIs(t, err, wal.ErrForeignFile)
@@ -129,13 +134,14 @@ func TestB2Fifos(t *testing.T) {
 			require.ErrorIs(t, err, wal.ErrForeignFile)
 			_, err = wal.InspectDir(nil, dir)
 			require.ErrorIs(t, err, wal.ErrForeignFile)
-			require.Equal(t, before, b2names(t, dir))
+			require.Equal(t, before, dirNames(t, dir))
 		}
 	}
 }
 
-// A directory named first-lsn after RemoveBefore.
-func TestB2DirNamedLikeRecords(t *testing.T) {
+// TestDirNamedLikeLogFiles: a directory named like first-lsn, truncate-lsn,
+// LOCK or a kept file either fails Open or leaves the log's start as it was.
+func TestDirNamedLikeLogFiles(t *testing.T) {
 	for _, name := range []string{"first-lsn", "truncate-lsn", "LOCK", "recycle-1.wal.tmp"} {
 		dir := t.TempDir()
 		opts := wal.Options{SegmentSize: 8 << 10}
@@ -164,11 +170,11 @@ func TestB2DirNamedLikeRecords(t *testing.T) {
 	}
 }
 
-// A socket named LOCK in the log directory: Open fails with ENXIO from
-// opening the socket (the lock is taken before the directory is listed), not
-// with ErrForeignFile / vfs.ErrNotRegular naming the entry as every other
-// non-regular entry (a FIFO named LOCK included) does.
-func TestB2SocketNamedLOCK(t *testing.T) {
+// TestOpenRefusesSocketLock: a socket named LOCK in the log directory is
+// refused like every other non-regular entry (ErrForeignFile,
+// vfs.ErrNotRegular); it failed with ENXIO from opening the socket, the
+// lock being taken before the directory was listed.
+func TestOpenRefusesSocketLock(t *testing.T) {
 	dir := t.TempDir()
 	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 	require.NoError(t, err)
