@@ -42,9 +42,9 @@ func b2trunc(t *testing.T, pol policy.Policy, back int) {
 	require.NoError(t, l.Close())
 
 	type snap struct {
-		img   vfs.FS
-		h     b2hist
-		what  string
+		img  vfs.FS
+		h    b2hist
+		what string
 	}
 	var mu sync.Mutex
 	var snaps []snap
