@@ -13,18 +13,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var b2seeds = flag.Int("b2seeds", 40, "seeds for TestB2MultiSession")
-var b2seed = flag.Int("b2seed", -1, "one seed for TestB2MultiSession")
+var sessionSeeds = flag.Int("sessionSeeds", 40, "seeds for TestCrashAcrossSessions")
+var sessionSeed = flag.Int("sessionSeed", -1, "one seed for TestCrashAcrossSessions")
 
-type b2hist struct {
+type sessionHistory struct {
 	lsns  []wal.LSN
 	recs  [][]byte
 	acked int
 }
 
-// b2check opens img and checks the recovered records are a prefix of h
+// sessionCheck opens img and checks the recovered records are a prefix of h
 // (from FirstLSN) covering every acked record; trims h to what recovered.
-func b2check(t *testing.T, img vfs.FS, opts wal.Options, h *b2hist, what string) *wal.Log {
+func sessionCheck(t *testing.T, img vfs.FS, opts wal.Options, h *sessionHistory, what string) *wal.Log {
 	t.Helper()
 	opts.FS = img
 	l, err := wal.Open(logDir, opts)
@@ -50,16 +50,23 @@ func b2check(t *testing.T, img vfs.FS, opts wal.Options, h *b2hist, what string)
 	return l
 }
 
-func TestB2MultiSession(t *testing.T) {
-	lo, hi := 0, *b2seeds
-	if *b2seed >= 0 {
-		lo, hi = *b2seed, *b2seed+1
+// TestCrashAcrossSessions runs, per seed, five sessions on one log: random
+// appends, syncs, RemoveBefore and TruncateAfter under a random policy and
+// sync method, with segment recycling, each session ending in a clean Close
+// or a crash image of each kind (or a crash right after Open's repair).
+// Every image must recover a prefix holding every durable record, read the
+// same through OpenReadOnly, and after more appends and a clean Close
+// reopen exactly, with no torn bytes. Replay one seed with -sessionSeed=N.
+func TestCrashAcrossSessions(t *testing.T) {
+	lo, hi := 0, *sessionSeeds
+	if *sessionSeed >= 0 {
+		lo, hi = *sessionSeed, *sessionSeed+1
 	}
 	for seed := lo; seed < hi; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			defer func() {
 				if t.Failed() {
-					t.Logf("replay: go test ./wal -run TestB2MultiSession -b2seed=%d", seed)
+					t.Logf("replay: go test ./wal -run TestCrashAcrossSessions -sessionSeed=%d", seed)
 				}
 			}()
 			rng := rand.New(rand.NewPCG(uint64(seed), 7))
@@ -69,7 +76,7 @@ func TestB2MultiSession(t *testing.T) {
 			opts := wal.Options{SegmentSize: segSize, RecycleSegments: 1 + rng.IntN(3), Policy: pols[rng.IntN(3)], SyncMethod: methods[rng.IntN(3)]}
 			mem := vfs.NewMem()
 			var img vfs.FS = mem
-			h := &b2hist{}
+			h := &sessionHistory{}
 			for sess := range 5 {
 				what := fmt.Sprintf("seed %d session %d", seed, sess)
 				// OpenReadOnly first: it must read what Open then recovers (or a prefix-consistent subset)
@@ -78,7 +85,7 @@ func TestB2MultiSession(t *testing.T) {
 				if ro, err := wal.OpenReadOnly(logDir, ropts); err == nil {
 					rl, rrecs := readAll(t, ro, ro.FirstLSN())
 					ro.Close()
-					hc := &b2hist{lsns: h.lsns, recs: h.recs, acked: h.acked}
+					hc := &sessionHistory{lsns: h.lsns, recs: h.recs, acked: h.acked}
 					st := 0
 					for st < len(hc.lsns) && len(rl) > 0 && hc.lsns[st] < rl[0] {
 						st++
@@ -91,7 +98,7 @@ func TestB2MultiSession(t *testing.T) {
 				} else {
 					t.Logf("%s: OpenReadOnly: %v", what, err)
 				}
-				l := b2check(t, img, opts, h, what)
+				l := sessionCheck(t, img, opts, h, what)
 				if m, ok := img.(*vfs.MemFS); ok && rng.IntN(3) == 0 {
 					// a crash right after Open's repair
 					mode := vfs.KeepRandomSubsetOfBlocks(512, int64(seed*100+sess))
@@ -100,7 +107,7 @@ func TestB2MultiSession(t *testing.T) {
 					}
 					img = m.PowerLoss(mode)
 					l.Close()
-					l = b2check(t, img, opts, h, what+" after crash in/after Open repair "+mode.String())
+					l = sessionCheck(t, img, opts, h, what+" after crash in/after Open repair "+mode.String())
 				}
 				cur := img
 				_ = cur
@@ -159,7 +166,7 @@ func TestB2MultiSession(t *testing.T) {
 				_ = what
 			}
 			// final: open, append, clean close, reopen: exact, no torn bytes
-			l := b2check(t, img, opts, h, fmt.Sprintf("seed %d final", seed))
+			l := sessionCheck(t, img, opts, h, fmt.Sprintf("seed %d final", seed))
 			for i := range 5 {
 				rec := record(9999, i, 100+i*97)
 				lsn, err := l.Append(rec)

@@ -11,27 +11,27 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Clean Close, reopen (kept files adopted), appends roll into reused files;
+// TestReuseAfterCleanCloseCrashEveryOp: clean Close, reopen (kept files adopted), appends roll into reused files;
 // crash images before every filesystem op. Each image must recover a prefix,
 // then the same-size appends (so rolls land on the same LSNs as the lost
 // ones), clean Close, reopen: exact records, no torn bytes.
-func TestB2ReuseAfterCleanCloseCrashEveryOp(t *testing.T) {
+func TestReuseAfterCleanCloseCrashEveryOp(t *testing.T) {
 	for _, pol := range []policy.Policy{policy.SyncNever(), policy.SyncEveryCommit()} {
 		for _, method := range []vfs.SyncMethod{vfs.Fdatasync, vfs.ODirect} {
 			t.Run(fmt.Sprintf("%s/%v", pol, method), func(t *testing.T) {
-				b2reuse(t, pol, method)
+				reuseCrashSweep(t, pol, method)
 			})
 		}
 	}
 }
 
-func b2reuse(t *testing.T, pol policy.Policy, method vfs.SyncMethod) {
+func reuseCrashSweep(t *testing.T, pol policy.Policy, method vfs.SyncMethod) {
 	mem := vfs.NewMem()
 	mem.SetDirectIOAlignment(512)
 	opts := wal.Options{FS: mem, SegmentSize: 4 << 10, RecycleSegments: 3, Policy: pol, SyncMethod: method}
 	l, err := wal.Open(logDir, opts)
 	require.NoError(t, err)
-	h := &b2hist{}
+	h := &sessionHistory{}
 	var last wal.LSN
 	for i := 0; l.Stats().Segments < 6; i++ {
 		rec := record(1, i, 300)
@@ -91,9 +91,9 @@ func b2reuse(t *testing.T, pol policy.Policy, method vfs.SyncMethod) {
 	t.Logf("%d images", len(snaps))
 	for _, s := range snaps {
 		nn := len(h.recs)
-		hh := &b2hist{lsns: h.lsns[:nn:nn], recs: h.recs[:nn:nn], acked: max(s.acked, base)}
+		hh := &sessionHistory{lsns: h.lsns[:nn:nn], recs: h.recs[:nn:nn], acked: max(s.acked, base)}
 		o := opts
-		l := b2check(t, s.img, o, hh, s.what)
+		l := sessionCheck(t, s.img, o, hh, s.what)
 		info := l.Recovered()
 		// same sizes, new contents: rolls land where the lost ones did
 		for i := range 60 {

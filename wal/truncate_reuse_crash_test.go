@@ -11,19 +11,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Recycling log, clean Close, reopen; appends roll into reused files, then
+// TestTruncateReuseCrashEveryOp: a recycling log, clean Close, reopen; appends roll into reused files, then
 // TruncateAfter back across rolls, appends of the same sizes again; crash
 // images before every op. Each must recover a prefix; then same-size
 // appends, clean Close, reopen: exact, no torn bytes.
-func TestB2TruncateReuseCrashEveryOp(t *testing.T) {
+func TestTruncateReuseCrashEveryOp(t *testing.T) {
 	for _, pol := range []policy.Policy{policy.SyncNever(), policy.SyncEveryCommit()} {
 		for _, back := range []int{3, 14, 25} {
-			t.Run(fmt.Sprintf("%s/back=%d", pol, back), func(t *testing.T) { b2trunc(t, pol, back) })
+			t.Run(fmt.Sprintf("%s/back=%d", pol, back), func(t *testing.T) { truncateReuseSweep(t, pol, back) })
 		}
 	}
 }
 
-func b2trunc(t *testing.T, pol policy.Policy, back int) {
+func truncateReuseSweep(t *testing.T, pol policy.Policy, back int) {
 	mem := vfs.NewMem()
 	opts := wal.Options{FS: mem, SegmentSize: 4 << 10, RecycleSegments: 3, Policy: pol}
 	l, err := wal.Open(logDir, opts)
@@ -43,7 +43,7 @@ func b2trunc(t *testing.T, pol policy.Policy, back int) {
 
 	type snap struct {
 		img  vfs.FS
-		h    b2hist
+		h    sessionHistory
 		what string
 	}
 	var mu sync.Mutex
@@ -63,7 +63,7 @@ func b2trunc(t *testing.T, pol policy.Policy, back int) {
 			hl, hr = append(hl, next), append(hr, pending)
 		}
 		for _, m := range []vfs.CrashMode{vfs.KeepAll(), vfs.TearAtSector(op.Index), vfs.KeepRandomSubsetOfBlocks(512, op.Index), vfs.KeepRandomSubsetOfBlocks(512, op.Index+1000)} {
-			snaps = append(snaps, snap{mem.PowerLoss(m), b2hist{hl, hr, acked}, fmt.Sprintf("before op %d (%s %s), %s", op.Index, op.Kind, op.Path, m)})
+			snaps = append(snaps, snap{mem.PowerLoss(m), sessionHistory{hl, hr, acked}, fmt.Sprintf("before op %d (%s %s), %s", op.Index, op.Kind, op.Path, m)})
 		}
 		return nil
 	})
@@ -113,7 +113,7 @@ func b2trunc(t *testing.T, pol policy.Policy, back int) {
 	for _, s := range snaps {
 		hh := &s.h
 		o := opts
-		l := b2check(t, s.img, o, hh, s.what)
+		l := sessionCheck(t, s.img, o, hh, s.what)
 		info := l.Recovered()
 		for i := range 40 {
 			rec := record(4, i, 300)
