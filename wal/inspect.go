@@ -2,7 +2,6 @@ package wal
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -68,10 +67,7 @@ func InspectDir(fsys vfs.FS, dir string) (DirInfo, error) {
 	}
 	names, err := fsys.List(dir)
 	if err != nil {
-		if errors.Is(err, vfs.ErrNotRegular) {
-			err = fmt.Errorf("%w: %w", ErrForeignFile, err)
-		}
-		return DirInfo{}, fmt.Errorf("wal: inspect: listing %s: %w", dir, err)
+		return DirInfo{}, fmt.Errorf("wal: inspect: listing %s: %w", dir, foreignIfNotRegular(err))
 	}
 	d, err := classifyDir(fsys, dir, names, false)
 	if err != nil {

@@ -103,10 +103,7 @@ func (l *Log) recover() error {
 		if l.readOnly && errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("wal: open read-only: no log directory %s: %w", l.dir, err)
 		}
-		if errors.Is(err, vfs.ErrNotRegular) {
-			return fmt.Errorf("%w: %w", ErrForeignFile, err)
-		}
-		return fmt.Errorf("wal: open: listing %s: %w", l.dir, err)
+		return fmt.Errorf("wal: open: listing %s: %w", l.dir, foreignIfNotRegular(err))
 	}
 	d, err := classifyDir(l.fs, l.dir, names, true)
 	if err != nil {

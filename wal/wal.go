@@ -163,17 +163,9 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := l.makeDir(dir); err != nil {
 		return nil, fmt.Errorf("wal: open: %w", err)
 	}
-	// Refuse a directory holding links or special files before creating
-	// anything in it (the lock file); recover lists it again under the lock.
-	if _, err := l.fs.List(dir); errors.Is(err, vfs.ErrNotRegular) {
-		return nil, fmt.Errorf("wal: open %s: %w: %w", dir, ErrForeignFile, err)
-	}
 	lock, err := l.fs.Lock(dir + "/" + lockName)
 	if err != nil {
-		if errors.Is(err, vfs.ErrNotRegular) {
-			err = fmt.Errorf("%w: %w", ErrForeignFile, err)
-		}
-		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
+		return nil, fmt.Errorf("wal: open %s: %w", dir, foreignIfNotRegular(err))
 	}
 	l.lock = lock
 	l.opening = true
@@ -254,16 +246,32 @@ func bufferPrealloc(o Options) int {
 	return int(min(int64(o.BufferSize), 2*o.SegmentSize))
 }
 
+// foreignIfNotRegular marks err, if it is the filesystem's refusal of an
+// entry that is not a regular file (vfs.ErrNotRegular), as ErrForeignFile:
+// the log did not create it. Other errors are returned as they are.
+func foreignIfNotRegular(err error) error {
+	if errors.Is(err, vfs.ErrNotRegular) {
+		return fmt.Errorf("%w: %w", ErrForeignFile, err)
+	}
+	return err
+}
+
 // makeDir creates dir and any missing parents, and makes them durable: a
 // new directory's entry survives a power loss only once its parent directory
 // is synced (like a created file's), so the parent of every directory it
 // created is synced, top-down. A dir that exists already costs no sync.
+// An existing dir holding a link or a special file is refused
+// (ErrForeignFile) before Open creates anything in it, the lock file
+// included; links in its ancestors are none of the log's business.
 func (l *Log) makeDir(dir string) error {
 	var missing []string // the directories to create, deepest first
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
 		_, err := l.fs.List(d)
+		if errors.Is(err, vfs.ErrNotRegular) && d == filepath.Clean(dir) {
+			return foreignIfNotRegular(err)
+		}
 		if err == nil || errors.Is(err, vfs.ErrNotRegular) {
-			break // exists (an ancestor may hold links: only the log's own directory is refused for them)
+			break // exists
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			// Not known to be missing: taking it for present could leave a

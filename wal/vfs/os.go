@@ -87,7 +87,7 @@ func (osFS) List(dir string) ([]string, error) {
 			names = append(names, e.Name())
 		case t.IsDir():
 		default:
-			return nil, fmt.Errorf("%w: %s is %s", ErrNotRegular, filepath.Join(dir, e.Name()), entryKind(t))
+			return nil, notRegular(filepath.Join(dir, e.Name()), t)
 		}
 	}
 	slices.Sort(names)
@@ -111,13 +111,14 @@ func (osFS) SyncDir(dir string) error {
 	return nil
 }
 
-// entryKind names what a directory entry of type t that is neither a
-// regular file nor a directory is, for ErrNotRegular.
-func entryKind(t fs.FileMode) string {
-	if t&fs.ModeSymlink != 0 {
-		return "a symbolic link"
+// notRegular is the ErrNotRegular error for path, an entry of mode m that
+// is neither a regular file nor a directory, naming what it is.
+func notRegular(path string, m fs.FileMode) error {
+	kind := "a symbolic link"
+	if m&fs.ModeSymlink == 0 {
+		kind = "a special file (" + m.Type().String() + ")"
 	}
-	return "a special file (" + t.Type().String() + ")"
+	return fmt.Errorf("%w: %s is %s", ErrNotRegular, path, kind)
 }
 
 // Lock opens the lock file without following a symbolic link (where the
@@ -127,13 +128,13 @@ func (osFS) Lock(name string) (io.Closer, error) {
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|noFollow, 0o644)
 	if err != nil {
 		if fi, lerr := os.Lstat(name); lerr == nil && !fi.Mode().IsRegular() {
-			return nil, fmt.Errorf("%w: %s is %s", ErrNotRegular, name, entryKind(fi.Mode()))
+			return nil, notRegular(name, fi.Mode())
 		}
 		return nil, err
 	}
 	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s is %s", ErrNotRegular, name, entryKind(fi.Mode()))
+		return nil, notRegular(name, fi.Mode())
 	}
 	if err := lockFile(f); err != nil {
 		f.Close()
