@@ -227,9 +227,9 @@ func (s *Store) StoreLog(log *raft.Log) error { return s.StoreLogs([]*raft.Log{l
 // StoreLogs appends logs as one batch, durable when it returns nil. The
 // first must follow the last stored index (any index on an empty Store),
 // the others follow one another; otherwise ErrNotContiguous and nothing is
-// stored (also for an index past math.MaxUint64: no entry follows that
-// index). A nil entry is ErrInvalidEntry. On a wal error (poisoned, no space) some may have been stored:
-// Raft treats the error as fatal for this store.
+// stored (also after index math.MaxUint64, which nothing follows). A nil
+// entry is ErrInvalidEntry. On a wal error (poisoned, no space) some may
+// have been stored: Raft treats the error as fatal for this store.
 func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if len(logs) == 0 {
 		return nil
@@ -239,19 +239,19 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	s.mu.RLock()
 	n, next := len(s.lsns), s.base+uint64(len(s.lsns))
 	s.mu.RUnlock()
-	full := n > 0 && next == 0 // the last stored index is math.MaxUint64
 	for i, lg := range logs {
 		if lg == nil {
 			return fmt.Errorf("%w: entry %d of %d is nil", ErrInvalidEntry, i, len(logs))
 		}
-		if full {
-			return fmt.Errorf("%w: index %d after index %d, the last there is", ErrNotContiguous, lg.Index, uint64(math.MaxUint64))
-		}
-		if (n > 0 || i > 0) && lg.Index != next {
-			return fmt.Errorf("%w: index %d where %d is expected", ErrNotContiguous, lg.Index, next)
+		if n > 0 || i > 0 {
+			if next == 0 { // wrapped: the entry before is math.MaxUint64
+				return fmt.Errorf("%w: index %d after index %d, the last there is", ErrNotContiguous, lg.Index, uint64(math.MaxUint64))
+			}
+			if lg.Index != next {
+				return fmt.Errorf("%w: index %d where %d is expected", ErrNotContiguous, lg.Index, next)
+			}
 		}
 		next = lg.Index + 1
-		full = next == 0
 	}
 	if n == 0 && logs[0].Index < s.noted {
 		// Entries below the noted first index would be skipped at Open:
