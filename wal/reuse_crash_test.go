@@ -2,6 +2,7 @@ package wal_test
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -29,41 +30,29 @@ func reuseCrashSweep(t *testing.T, pol policy.Policy, method vfs.SyncMethod) {
 	mem := vfs.NewMem()
 	mem.SetDirectIOAlignment(512)
 	opts := wal.Options{FS: mem, SegmentSize: 4 << 10, RecycleSegments: 3, Policy: pol, SyncMethod: method}
-	l, err := wal.Open(logDir, opts)
-	require.NoError(t, err)
 	h := &sessionHistory{}
-	var last wal.LSN
-	for i := 0; l.Stats().Segments < 6; i++ {
-		rec := record(1, i, 300)
-		last, err = l.Append(rec)
-		require.NoError(t, err)
-		h.lsns, h.recs = append(h.lsns, last), append(h.recs, rec)
-	}
-	_, err = l.RemoveBefore(last)
-	require.NoError(t, err)
-	require.NoError(t, l.Close())
+	h.lsns, h.recs = keptFilesLog(t, opts)
 	h.acked = len(h.recs)
 
 	type snap struct {
 		img   vfs.FS
-		n     int // records appended so far
 		acked int
 		what  string
 	}
 	var mu sync.Mutex
 	var snaps []snap
-	n, acked := len(h.recs), len(h.recs)
+	acked := len(h.recs)
 	inj := vfs.InjectorFunc(func(op vfs.Op) error {
 		mu.Lock()
 		defer mu.Unlock()
-		for _, m := range []vfs.CrashMode{vfs.KeepAll(), vfs.TearAtSector(op.Index), vfs.KeepRandomSubsetOfBlocks(512, op.Index), vfs.KeepRandomSubsetOfBlocks(512, op.Index+1000)} {
-			snaps = append(snaps, snap{mem.PowerLoss(m), n, acked, fmt.Sprintf("before op %d (%s %s), %s", op.Index, op.Kind, op.Path, m)})
+		for _, m := range crashModesAt(op.Index) {
+			snaps = append(snaps, snap{mem.PowerLoss(m), acked, fmt.Sprintf("before op %d (%s %s), %s", op.Index, op.Kind, op.Path, m)})
 		}
 		return nil
 	})
 	opts2 := opts
 	opts2.FS = vfs.Inject(mem, inj)
-	l, err = wal.Open(logDir, opts2)
+	l, err := wal.Open(logDir, opts2)
 	require.NoError(t, err)
 	require.True(t, l.Recovered().Clean)
 	base := len(h.recs)
@@ -73,9 +62,8 @@ func reuseCrashSweep(t *testing.T, pol policy.Policy, method vfs.SyncMethod) {
 		require.NoError(t, err)
 		mu.Lock()
 		h.lsns, h.recs = append(h.lsns, lsn), append(h.recs, rec)
-		n = len(h.recs)
 		if pol.Kind() == policy.KindSyncEveryCommit {
-			acked = n
+			acked = len(h.recs)
 		}
 		mu.Unlock()
 		if i%7 == 6 {
@@ -87,36 +75,69 @@ func reuseCrashSweep(t *testing.T, pol policy.Policy, method vfs.SyncMethod) {
 	}
 	require.Positive(t, l.Stats().Prepare.Recycled, "phase 2 reused kept files")
 	require.NoError(t, l.Close())
-	_ = base
 	t.Logf("%d images", len(snaps))
 	for _, s := range snaps {
 		nn := len(h.recs)
 		hh := &sessionHistory{lsns: h.lsns[:nn:nn], recs: h.recs[:nn:nn], acked: max(s.acked, base)}
-		o := opts
-		l := sessionCheck(t, s.img, o, hh, s.what)
-		info := l.Recovered()
 		// same sizes, new contents: rolls land where the lost ones did
-		for i := range 60 {
-			rec := record(3, i, 300)
-			lsn, err := l.Append(rec)
-			require.NoError(t, err)
-			hh.lsns, hh.recs = append(hh.lsns, lsn), append(hh.recs, rec)
-		}
-		require.NoError(t, l.Close())
-		o.FS = s.img
-		l2, err := wal.Open(logDir, o)
-		require.NoError(t, err, s.what)
-		require.Zero(t, l2.Recovered().TornBytes, "%s: torn tail after clean Close: %+v (first open %+v)", s.what, l2.Recovered(), info)
-		lsns, got := readAll(t, l2, l2.FirstLSN())
-		st := 0
-		for st < len(hh.lsns) && hh.lsns[st] < l2.FirstLSN() {
-			st++
-		}
-		require.Equal(t, hh.lsns[st:], lsns, s.what)
-		require.Equal(t, hh.recs[st:], got, s.what)
-		l2.Close()
-		if t.Failed() {
+		if !recoverAppendReopen(t, s.img, opts, hh, s.what, 3, 60) {
 			return
 		}
 	}
+}
+
+// keptFilesLog opens a recycling log with opts, appends 300-byte records
+// until it has six segments, removes all but the last with RemoveBefore
+// (the freed files are kept for reuse) and closes it cleanly. It returns
+// what was appended.
+func keptFilesLog(t *testing.T, opts wal.Options) (lsns []wal.LSN, recs [][]byte) {
+	t.Helper()
+	l, err := wal.Open(logDir, opts)
+	require.NoError(t, err)
+	var last wal.LSN
+	for i := 0; l.Stats().Segments < 6; i++ {
+		rec := record(1, i, 300)
+		last, err = l.Append(rec)
+		require.NoError(t, err)
+		lsns, recs = append(lsns, last), append(recs, rec)
+	}
+	_, err = l.RemoveBefore(last)
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	return lsns, recs
+}
+
+// crashModesAt returns the power losses imaged before the filesystem
+// operation of the given index: everything kept, a torn sector, and two
+// random subsets of the unsynced 512-byte blocks.
+func crashModesAt(index int64) []vfs.CrashMode {
+	return []vfs.CrashMode{vfs.KeepAll(), vfs.TearAtSector(index),
+		vfs.KeepRandomSubsetOfBlocks(512, index), vfs.KeepRandomSubsetOfBlocks(512, index+1000)}
+}
+
+// recoverAppendReopen recovers img and checks it against h (sessionCheck),
+// appends n 300-byte records of stream, closes cleanly, and checks that a
+// reopen finds no torn bytes and reads back exactly the recovered records
+// and the new ones. It reports whether the test may go on.
+func recoverAppendReopen(t *testing.T, img vfs.FS, opts wal.Options, h *sessionHistory, what string, stream, n int) bool {
+	t.Helper()
+	l := sessionCheck(t, img, opts, h, what)
+	info := l.Recovered()
+	for i := range n {
+		rec := record(stream, i, 300)
+		lsn, err := l.Append(rec)
+		require.NoError(t, err)
+		h.lsns, h.recs = append(h.lsns, lsn), append(h.recs, rec)
+	}
+	require.NoError(t, l.Close())
+	opts.FS = img
+	l2, err := wal.Open(logDir, opts)
+	require.NoError(t, err, what)
+	defer l2.Close()
+	require.Zero(t, l2.Recovered().TornBytes, "%s: torn tail after clean Close: %+v (first open %+v)", what, l2.Recovered(), info)
+	lsns, got := readAll(t, l2, l2.FirstLSN())
+	st, _ := slices.BinarySearch(h.lsns, l2.FirstLSN())
+	require.Equal(t, h.lsns[st:], lsns, what)
+	require.Equal(t, h.recs[st:], got, what)
+	return !t.Failed()
 }

@@ -26,20 +26,7 @@ func TestTruncateReuseCrashEveryOp(t *testing.T) {
 func truncateReuseSweep(t *testing.T, pol policy.Policy, back int) {
 	mem := vfs.NewMem()
 	opts := wal.Options{FS: mem, SegmentSize: 4 << 10, RecycleSegments: 3, Policy: pol}
-	l, err := wal.Open(logDir, opts)
-	require.NoError(t, err)
-	var lsns []wal.LSN
-	var recs [][]byte
-	var last wal.LSN
-	for i := 0; l.Stats().Segments < 6; i++ {
-		rec := record(1, i, 300)
-		last, err = l.Append(rec)
-		require.NoError(t, err)
-		lsns, recs = append(lsns, last), append(recs, rec)
-	}
-	_, err = l.RemoveBefore(last)
-	require.NoError(t, err)
-	require.NoError(t, l.Close())
+	lsns, recs := keptFilesLog(t, opts)
 
 	type snap struct {
 		img  vfs.FS
@@ -62,14 +49,14 @@ func truncateReuseSweep(t *testing.T, pol policy.Policy, back int) {
 			}
 			hl, hr = append(hl, next), append(hr, pending)
 		}
-		for _, m := range []vfs.CrashMode{vfs.KeepAll(), vfs.TearAtSector(op.Index), vfs.KeepRandomSubsetOfBlocks(512, op.Index), vfs.KeepRandomSubsetOfBlocks(512, op.Index+1000)} {
+		for _, m := range crashModesAt(op.Index) {
 			snaps = append(snaps, snap{mem.PowerLoss(m), sessionHistory{hl, hr, acked}, fmt.Sprintf("before op %d (%s %s), %s", op.Index, op.Kind, op.Path, m)})
 		}
 		return nil
 	})
 	opts2 := opts
 	opts2.FS = vfs.Inject(mem, inj)
-	l, err = wal.Open(logDir, opts2)
+	l, err := wal.Open(logDir, opts2)
 	require.NoError(t, err)
 	app := func(stream, i int) {
 		rec := record(stream, i, 300)
@@ -111,30 +98,7 @@ func truncateReuseSweep(t *testing.T, pol policy.Policy, back int) {
 	require.NoError(t, l.Close())
 	t.Logf("%d images", len(snaps))
 	for _, s := range snaps {
-		hh := &s.h
-		o := opts
-		l := sessionCheck(t, s.img, o, hh, s.what)
-		info := l.Recovered()
-		for i := range 40 {
-			rec := record(4, i, 300)
-			lsn, err := l.Append(rec)
-			require.NoError(t, err)
-			hh.lsns, hh.recs = append(hh.lsns, lsn), append(hh.recs, rec)
-		}
-		require.NoError(t, l.Close())
-		o.FS = s.img
-		l2, err := wal.Open(logDir, o)
-		require.NoError(t, err, s.what)
-		require.Zero(t, l2.Recovered().TornBytes, "%s: torn tail after clean Close: %+v (first open %+v)", s.what, l2.Recovered(), info)
-		gl, got := readAll(t, l2, l2.FirstLSN())
-		st := 0
-		for st < len(hh.lsns) && hh.lsns[st] < l2.FirstLSN() {
-			st++
-		}
-		require.Equal(t, hh.lsns[st:], gl, s.what)
-		require.Equal(t, hh.recs[st:], got, s.what)
-		l2.Close()
-		if t.Failed() {
+		if !recoverAppendReopen(t, s.img, opts, &s.h, s.what, 4, 40) {
 			return
 		}
 	}
