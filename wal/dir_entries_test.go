@@ -21,10 +21,7 @@ func TestReadOnlyLastSegmentIsDirectory(t *testing.T) {
 	opts := wal.Options{SegmentSize: 8 << 10}
 	l, err := wal.Open(dir, opts)
 	require.NoError(t, err)
-	for i := range 500 {
-		_, err := l.Append(record(0, i, 1+i%300))
-		require.NoError(t, err)
-	}
+	appendVaried(t, l, 500)
 	end := l.AppendedLSN()
 	require.NoError(t, l.Close())
 
@@ -57,20 +54,9 @@ func TestOpenRefusesLinkedSegments(t *testing.T) {
 	opts := wal.Options{SegmentSize: 8 << 10}
 	l, err := wal.Open(dir, opts)
 	require.NoError(t, err)
-	for i := range 500 {
-		_, err := l.Append(record(0, i, 1+i%300))
-		require.NoError(t, err)
-	}
+	appendVaried(t, l, 500)
 	require.NoError(t, l.Close())
-	ents, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	for _, e := range ents {
-		if e.Name() == "LOCK" {
-			continue
-		}
-		require.NoError(t, os.Rename(filepath.Join(dir, e.Name()), filepath.Join(other, e.Name())))
-		require.NoError(t, os.Symlink(filepath.Join(other, e.Name()), filepath.Join(dir, e.Name())))
-	}
+	replaceWithLinks(t, dir, other, false)
 
 	l, err = wal.Open(dir, opts)
 	if err == nil {
@@ -99,15 +85,7 @@ func TestOpenRefusesDanglingLinks(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, l.Close())
-	ents, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	for _, e := range ents {
-		if e.Name() == "LOCK" {
-			continue
-		}
-		require.NoError(t, os.Remove(filepath.Join(dir, e.Name())))
-		require.NoError(t, os.Symlink(filepath.Join(other, "unmounted", e.Name()), filepath.Join(dir, e.Name())))
-	}
+	replaceWithLinks(t, dir, filepath.Join(other, "unmounted"), true)
 	_, err = wal.Open(dir, wal.Options{SegmentSize: 8 << 10})
 	require.ErrorIs(t, err, wal.ErrForeignFile, "Open over dangling links must fail, not start a new log")
 	after, err := os.ReadDir(dir)
@@ -116,5 +94,36 @@ func TestOpenRefusesDanglingLinks(t *testing.T) {
 		if e.Name() != "LOCK" {
 			require.NotZero(t, e.Type()&os.ModeSymlink, "Open created %s among the links", e.Name())
 		}
+	}
+}
+
+// appendVaried appends n records of 1 to 300 bytes to l.
+func appendVaried(t *testing.T, l *wal.Log, n int) {
+	t.Helper()
+	for i := range n {
+		_, err := l.Append(record(0, i, 1+i%300))
+		require.NoError(t, err)
+	}
+}
+
+// replaceWithLinks replaces every file of the closed log in dir but LOCK
+// with a symbolic link to the same name in other: moved there first, as
+// an operator moving the log to another disk does, or, if dangling, not
+// (the other disk is not mounted).
+func replaceWithLinks(t *testing.T, dir, other string, dangling bool) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range ents {
+		if e.Name() == "LOCK" {
+			continue
+		}
+		from, to := filepath.Join(dir, e.Name()), filepath.Join(other, e.Name())
+		if dangling {
+			require.NoError(t, os.Remove(from))
+		} else {
+			require.NoError(t, os.Rename(from, to))
+		}
+		require.NoError(t, os.Symlink(to, from))
 	}
 }

@@ -32,10 +32,7 @@ func TestSymlinkedLogDirWorks(t *testing.T) {
 	opts := wal.Options{SegmentSize: 8 << 10, RecycleSegments: 2}
 	l, err := wal.Open(link, opts)
 	require.NoError(t, err)
-	for i := range 500 {
-		_, err := l.Append(record(0, i, 1+i%300))
-		require.NoError(t, err)
-	}
+	appendVaried(t, l, 500)
 	_, err = l.RemoveBefore(20000)
 	require.NoError(t, err)
 	require.NoError(t, l.Close())
@@ -96,10 +93,7 @@ func TestOpenRefusesSpecialFiles(t *testing.T) {
 	l0dir := t.TempDir()
 	l, err := wal.Open(l0dir, wal.Options{SegmentSize: 8 << 10})
 	require.NoError(t, err)
-	for i := range 200 {
-		_, err := l.Append(record(0, i, 1+i%300))
-		require.NoError(t, err)
-	}
+	appendVaried(t, l, 200)
 	require.NoError(t, l.Close())
 	segs, _ := filepath.Glob(filepath.Join(l0dir, "*.wal"))
 	for _, name := range []string{"LOCK", "first-lsn", "truncate-lsn", filepath.Base(segs[len(segs)-1]), "recycle-1.wal.tmp", "zz.wal"} {
@@ -110,10 +104,7 @@ func TestOpenRefusesSpecialFiles(t *testing.T) {
 			dir := t.TempDir()
 			l, err := wal.Open(dir, wal.Options{SegmentSize: 8 << 10})
 			require.NoError(t, err)
-			for i := range 200 {
-				_, err := l.Append(record(0, i, 1+i%300))
-				require.NoError(t, err)
-			}
+			appendVaried(t, l, 200)
 			require.NoError(t, l.Close())
 			p := filepath.Join(dir, name)
 			os.Remove(p)
@@ -147,10 +138,7 @@ func TestDirNamedLikeLogFiles(t *testing.T) {
 		opts := wal.Options{SegmentSize: 8 << 10}
 		l, err := wal.Open(dir, opts)
 		require.NoError(t, err)
-		for i := range 500 {
-			_, err := l.Append(record(0, i, 1+i%300))
-			require.NoError(t, err)
-		}
+		appendVaried(t, l, 500)
 		_, err = l.RemoveBefore(30000)
 		require.NoError(t, err)
 		first := l.FirstLSN()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/durawal/durawal/wal"
@@ -24,4 +25,17 @@ func TestDumpLastSegmentIsDirectory(t *testing.T) {
 
 	code, out, _ := dumpDir(dir)
 	require.Equal(t, 1, code, "Open fails with %v, but waldump says:\n%s", openErr, out)
+}
+
+// TestDumpSymlinkInLogDir: a log directory holding a real log plus one
+// symbolic link. Open fails with ErrForeignFile, so waldump must exit 1
+// (Open would fail: "a foreign file"); it exited 2, the status for a usage
+// error or a directory that holds no log, with no verdict.
+func TestDumpSymlinkInLogDir(t *testing.T) {
+	dir, _ := newLog(t, 100, true)
+	require.NoError(t, os.Symlink("/nonexistent", filepath.Join(dir, "junk")))
+	_, openErr := wal.Open(dir, wal.Options{SegmentSize: 4 << 10})
+	require.ErrorIs(t, openErr, wal.ErrForeignFile)
+	code, out, errOut := dumpDir(dir)
+	require.Equal(t, 1, code, "Open fails with %v, but waldump says:\n%s%s", openErr, out, errOut)
 }
