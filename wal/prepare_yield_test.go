@@ -25,21 +25,9 @@ func TestPreparerYieldsBetweenChunks(t *testing.T) {
 		chunk   = 64 << 10 // the zero-fill's write size
 		readyAt = 4        // the chunk whose write readies the other goroutine
 	)
-	var writes atomic.Int64 // zero-fill writes begun
-	ready := make(chan struct{})
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpWrite && op.Len == chunk && strings.Contains(op.Path, "/prepare-") { // not a header
-			if writes.Add(1) == readyAt {
-				close(ready)
-			}
-		}
-		return nil
+	inj, writes, ran := readyAtOp(readyAt, func(op vfs.Op) bool { // zero-fill writes, not a header
+		return op.Kind == vfs.OpWrite && op.Len == chunk && strings.Contains(op.Path, "/prepare-")
 	})
-	ran := make(chan int64)
-	go func() {
-		<-ready
-		ran <- writes.Load()
-	}()
 	l, err := wal.Open(t.TempDir(), wal.Options{
 		FS:          vfs.Inject(vfs.NewMem(), inj),
 		SegmentSize: segSize,
@@ -78,15 +66,8 @@ func TestPreparerYieldsBetweenChunks(t *testing.T) {
 func TestRemoveBeforeYieldsBetweenRemovals(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	const readyAt = 4
-	var removals atomic.Int64 // segment files removed or renamed for reuse
-	ready := make(chan struct{})
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if (op.Kind == vfs.OpRemove || op.Kind == vfs.OpRename) && strings.HasSuffix(op.Path, ".wal") {
-			if removals.Add(1) == readyAt {
-				close(ready)
-			}
-		}
-		return nil
+	inj, removals, ran := readyAtOp(readyAt, func(op vfs.Op) bool { // segment files removed or renamed for reuse
+		return (op.Kind == vfs.OpRemove || op.Kind == vfs.OpRename) && strings.HasSuffix(op.Path, ".wal")
 	})
 	l, err := wal.Open(t.TempDir(), wal.Options{
 		FS:          vfs.Inject(vfs.NewMem(), inj),
@@ -107,11 +88,6 @@ func TestRemoveBeforeYieldsBetweenRemovals(t *testing.T) {
 	if err := l.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	ran := make(chan int64, 1)
-	go func() {
-		<-ready
-		ran <- removals.Load()
-	}()
 	if _, err := l.RemoveBefore(last); err != nil {
 		t.Fatal(err)
 	}
@@ -123,4 +99,25 @@ func TestRemoveBeforeYieldsBetweenRemovals(t *testing.T) {
 		t.Fatalf("the goroutine readied by removal %d ran after removal %d of %d: RemoveBefore held its P through the removals between",
 			readyAt, got, total)
 	}
+}
+
+// readyAtOp returns an injector that counts the operations match accepts
+// and, as the at-th begins, readies a goroutine that sends on ran how many
+// had begun by the time it ran. With one P, a goroutine running the
+// operations that yields between them lets it run within one operation.
+func readyAtOp(at int64, match func(vfs.Op) bool) (inj vfs.Injector, count *atomic.Int64, ran <-chan int64) {
+	count = new(atomic.Int64)
+	ready := make(chan struct{})
+	inj = vfs.InjectorFunc(func(op vfs.Op) error {
+		if match(op) && count.Add(1) == at {
+			close(ready)
+		}
+		return nil
+	})
+	out := make(chan int64, 1)
+	go func() {
+		<-ready
+		out <- count.Load()
+	}()
+	return inj, count, out
 }
