@@ -610,6 +610,10 @@ func (l *lab) trial(p labPolicy, i int) TrialReport {
 		return fail("%v", err)
 	}
 	if binary.LittleEndian.Uint64(work[hdrMagic:]) != shmMagic {
+		if why, ok := bootPanic(work, filepath.Join(dir, "console-crash.log")); ok {
+			r.LabFailure = why
+			return r
+		}
 		return fail("the workload never started (console: %s): %s", filepath.Join(dir, "console-crash.log"), msg(work))
 	}
 	// Verify boot on the same disk image, with a fresh shared memory.

@@ -184,6 +184,10 @@ func (l *lab) redisTrial(word string, i int) TrialReport {
 	}
 	os.WriteFile(filepath.Join(dir, "shm-crash.bin"), work, 0o644)
 	if binary.LittleEndian.Uint64(work[hdrMagic:]) != shmMagic {
+		if why, ok := bootPanic(work, crashConsole); ok {
+			r.LabFailure = why
+			return r
+		}
 		return fail("the workload never started (console: %s): %s", crashConsole, msg(work))
 	}
 	if err := os.WriteFile(shmPath, make([]byte, shmSize), 0o600); err != nil {

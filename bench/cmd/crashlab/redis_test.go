@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/binary"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -73,7 +75,7 @@ func TestJudgeRedisImpossibleStates(t *testing.T) {
 		"an unknown connection": {func(t *Trial) {
 			t.Recs = append(t.Recs, Rec{Gid: 7, OK: true})
 		}, "key for connection 7 of 2"},
-		"no crash": {func(t *Trial) { t.CrashNs = 0 }, "never triggered"},
+		"no crash":        {func(t *Trial) { t.CrashNs = 0 }, "never triggered"},
 		"keys unreadable": {func(t *Trial) { t.ReopenErr = "MGET: EOF" }, "reading the keys back failed"},
 	} {
 		tr := redisSynth(5, [2]int{5, 5})
@@ -162,5 +164,35 @@ func TestRedisLoadLog(t *testing.T) {
 	}
 	if got := loadOutcome("Creating AOF base file appendonly.aof.1.base.rdb on server start"); got != redisEmpty {
 		t.Errorf("empty: %d", got)
+	}
+}
+
+func TestBootPanic(t *testing.T) {
+	dir := t.TempDir()
+	console := dir + "/console.log"
+	panicLog := "Booting from ROM...\n[    0.016000] Kernel panic - not syncing: IO-APIC + timer doesn't work!  Boot with apic=debug\n[    0.016000] CPU: 0\n"
+	if err := os.WriteFile(console, []byte(panicLog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	work := make([]byte, ackBase) // the header is all bootPanic reads
+	why, ok := bootPanic(work, console)
+	if !ok || !strings.Contains(why, "IO-APIC + timer doesn't work!") {
+		t.Fatalf("a boot panic with the shared memory untouched: %q %v", why, ok)
+	}
+	started := slices.Clone(work)
+	binary.LittleEndian.PutUint64(started[hdrMagic:], shmMagic)
+	if _, ok := bootPanic(started, console); ok {
+		t.Error("the workload had started: not a boot failure")
+	}
+	failed := slices.Clone(work)
+	shm(failed).message("open: %v", "no space left on device")
+	if _, ok := bootPanic(failed, console); ok {
+		t.Error("the workload left a message: its failure is a verdict")
+	}
+	if err := os.WriteFile(console, []byte("Booting from ROM...\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := bootPanic(work, console); ok {
+		t.Error("no panic on the console")
 	}
 }

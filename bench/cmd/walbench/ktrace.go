@@ -159,10 +159,14 @@ func (k kernelCount) add(o kernelCount) kernelCount {
 }
 
 // breakdown lists the files with their syncs and writes per commit, most
-// synced first: "ib_logfile0 1.00 syncs, 1.00 writes · binlog.000001 …".
+// synced first: "ib_logfile0 1.00 syncs, 1.00 writes · binlog.000001 …",
+// or says there were none; "—" when there were no commits.
 func (k kernelCount) breakdown(commits uint64) string {
-	if commits == 0 || len(k.Files) == 0 {
+	switch {
+	case commits == 0:
 		return "—"
+	case len(k.Files) == 0:
+		return "no sync or write of a file"
 	}
 	names := make([]string, 0, len(k.Files))
 	for f := range k.Files {

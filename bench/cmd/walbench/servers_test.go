@@ -59,7 +59,8 @@ func TestKernelAttribute(t *testing.T) {
 	sum := k.add(k)
 	assert.Equal(t, uint64(26), sum.Syncs)
 	assert.Equal(t, fileOps{Syncs: 20, Writes: 24}, sum.Files["ib_logfile0"])
-	assert.Equal(t, "—", kernelCount{}.breakdown(10))
+	assert.Equal(t, "no sync or write of a file", kernelCount{}.breakdown(10))
+	assert.Equal(t, "—", k.breakdown(0))
 }
 
 func TestParseRedisInfo(t *testing.T) {
