@@ -413,7 +413,7 @@ func article001Cell(word string, n int) string {
 // serversTables renders the Redis and MariaDB tables and where each
 // server's syncs went.
 func serversTables(sr *serversResult, rounds int) []table {
-	sr.LoadEnd = loadAverage()
+	sr.LoadEnd = strings.TrimSuffix(loadAverage(), " (1, 5, 15 min, at the start)")
 	var out []table
 	common := []string{
 		"durawal runs in walbench's own process (no socket, no protocol, no parsing); the servers are reached over TCP on 127.0.0.1, " +
@@ -434,7 +434,32 @@ func serversTables(sr *serversResult, rounds int) []table {
 	if bt := sr.breakdownTable(); len(bt.rows) > 0 {
 		out = append(out, bt)
 	}
+	if len(out) > 0 {
+		last := &out[len(out)-1]
+		last.notes = append(last.notes, sr.checksNote())
+	}
 	return out
+}
+
+// checksNote says whether durawal's kernel counts agreed with wal.Stats,
+// whether MariaDB settled after every window, and the load at the end.
+func (sr *serversResult) checksNote() string {
+	var parts []string
+	switch {
+	case sr.kt == nil:
+		parts = append(parts, "The kernel's counts were not taken ("+strings.TrimPrefix(sr.Kernel, "not counted: ")+").")
+	case len(sr.Disagreements) == 0:
+		parts = append(parts, fmt.Sprintf("durawal: the kernel's fsync and fdatasync count equalled wal.Stats's syncs in all %d windows.", sr.Agreed))
+	default:
+		parts = append(parts, fmt.Sprintf("**warning**: durawal's kernel count differed from wal.Stats's syncs in %d of %d windows: %s.",
+			len(sr.Disagreements), len(sr.Disagreements)+sr.Agreed, strings.Join(sr.Disagreements, "; ")))
+	}
+	if len(sr.Unsettled) > 0 {
+		parts = append(parts, fmt.Sprintf("**warning**: MariaDB did not write back all its dirty pages after %d windows: %s.",
+			len(sr.Unsettled), strings.Join(sr.Unsettled, "; ")))
+	}
+	parts = append(parts, "Load average (1, 5, 15 min) at the end: "+sr.LoadEnd+"; the header gives it at the start.")
+	return strings.Join(parts, " ")
 }
 
 // rowCells lays out a row group's server and durawal cells, in that order,

@@ -140,6 +140,8 @@ func TestServersNotInstalled(t *testing.T) {
 	assert.Equal(t, 3, countRows(out, "always"), "durawal's rows alone")
 	assert.NotContains(t, out, "| Redis ")
 	assert.NotContains(t, out, "| MariaDB ")
+	assert.NotContains(t, out, "where each server's syncs")
+	assert.Contains(t, out, "Load average (1, 5, 15 min) at the end: ")
 	durawalChecks(t, sr)
 }
 
