@@ -190,12 +190,11 @@ type redisLogLines struct {
 	lines []string
 }
 
-// keepRedisLine reports whether a log line is about the AOF's loading.
+// keepRedisLine reports whether a log line says how the AOF was found
+// and loaded: the totals, a torn tail cut off, a refusal, a fresh start.
 func keepRedisLine(line string) bool {
-	if strings.Contains(line, "Configuration loaded") {
-		return false
-	}
-	for _, s := range []string{"AOF", "append only", "Truncat", "short read", "loaded", "Bad file", "Unrecoverable", "manifest", "Fatal"} {
+	for _, s := range []string{"DB loaded from append only file", "short read", "Truncat", "loaded anyway", "Bad file format",
+		"Unrecoverable", "manifest", "Fatal", "Creating AOF base file"} {
 		if strings.Contains(line, s) {
 			return true
 		}
