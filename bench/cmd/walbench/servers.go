@@ -497,6 +497,41 @@ func counterSum(c *cell, name string) uint64 {
 	return n
 }
 
+// tableRows renders a pair of rows per serverRow, the server's (when it
+// ran) then durawal's: the setting's label, the clients, the subject,
+// commits/s, p50 and p99 (each flagged against the other row of its pair),
+// then the columns server or durawal adds for that row's cell.
+func tableRows(rows []serverRow, label func(serverRow) string, subject string, server, durawal func(serverRow, *cell) []string) [][]string {
+	cells, groups := rowCells(rows)
+	base := spreadCells(cells, groups, []col{
+		{metric: "commits_per_sec", format: fmtRate}, {metric: "p50_us", format: fmtUSf}, {metric: "p99_us", format: fmtUSf},
+	})
+	var out [][]string
+	add := func(r serverRow, subj string, i int, more []string) {
+		row := append([]string{label(r), fmt.Sprint(r.Clients), subj}, base[i]...)
+		out = append(out, append(row, more...))
+	}
+	i := 0
+	for _, r := range rows {
+		if r.Server != nil {
+			add(r, subject, i, server(r, cells[i]))
+			i++
+		}
+		add(r, "durawal", i, durawal(r, cells[i]))
+		i++
+	}
+	return out
+}
+
+// durawalRatio is durawal's commits/s over the server's, taken within
+// each round, or "—" when the server did not run.
+func durawalRatio(r serverRow) string {
+	if r.Server == nil {
+		return "—"
+	}
+	return "×" + fmtSpread(ratioSpread(r.Durawal, r.Server, "commits_per_sec"), fmtRatio, false)
+}
+
 func (sr *serversResult) redisTable(common []string, rounds int) table {
 	version := sr.Versions["Redis"]
 	t := table{
@@ -512,38 +547,16 @@ func (sr *serversResult) redisTable(common []string, rounds int) table {
 	t.notes = append(t.notes, common...)
 	t.notes = append(t.notes, "durawal's policies: appendfsync always = SyncEveryCommit, everysec = SyncIntervalPostponed(1s,2s), no = SyncNever.",
 		roundsNote(rounds))
-	cells, groups := rowCells(sr.Redis)
-	base := spreadCells(cells, groups, []col{
-		{metric: "commits_per_sec", format: fmtRate}, {metric: "p50_us", format: fmtUSf}, {metric: "p99_us", format: fmtUSf},
-	})
-	i := 0
-	for _, r := range sr.Redis {
-		word := strings.TrimPrefix(r.Setting, "appendfsync ")
-		for _, subj := range []string{"server", "durawal"} {
-			if subj == "server" && r.Server == nil {
-				continue
-			}
-			c := cells[i]
-			row := append([]string{word, fmt.Sprint(r.Clients)}, "")
-			row = append(row, base[i]...)
-			row = append(row, spreadOrDash(c, "kernel_syncs_per_commit", fmtPerCommit))
-			if subj == "server" {
-				row[2] = "Redis"
-				row = append(row, "—", spreadOrDash(c, "kernel_writes_per_commit", fmtPerCommit),
-					fmt.Sprintf("%d, %d", counterSum(c, "aof_delayed_fsync"), counterSum(c, "aof_rewrites")), "", article001Cell(word, r.Clients))
-			} else {
-				row[2] = "durawal"
-				ratio := "—"
-				if r.Server != nil {
-					ratio = "×" + fmtSpread(ratioSpread(r.Durawal, r.Server, "commits_per_sec"), fmtRatio, false)
-				}
-				row = append(row, spreadOrDash(c, "fsyncs_per_commit", fmtPerCommit), spreadOrDash(c, "kernel_writes_per_commit", fmtPerCommit),
-					"", ratio, "")
-			}
-			t.rows = append(t.rows, row)
-			i++
-		}
-	}
+	word := func(r serverRow) string { return strings.TrimPrefix(r.Setting, "appendfsync ") }
+	t.rows = tableRows(sr.Redis, word, "Redis",
+		func(r serverRow, c *cell) []string {
+			return []string{spreadOrDash(c, "kernel_syncs_per_commit", fmtPerCommit), "—", spreadOrDash(c, "kernel_writes_per_commit", fmtPerCommit),
+				fmt.Sprintf("%d, %d", counterSum(c, "aof_delayed_fsync"), counterSum(c, "aof_rewrites")), "", article001Cell(word(r), r.Clients)}
+		},
+		func(r serverRow, c *cell) []string {
+			return []string{spreadOrDash(c, "kernel_syncs_per_commit", fmtPerCommit), spreadOrDash(c, "fsyncs_per_commit", fmtPerCommit),
+				spreadOrDash(c, "kernel_writes_per_commit", fmtPerCommit), "", durawalRatio(r), ""}
+		})
 	return t
 }
 
@@ -570,42 +583,20 @@ func (sr *serversResult) mariadbTable(common []string, rounds int) table {
 		"Article 000 ran sysbench oltp_update_non_index (an UPDATE by primary key, not an INSERT) on MySQL with the binlog on; "+
 			"its figures are printed beside the 16-connection rows for their shape only.",
 		roundsNote(rounds))
-	cells, groups := rowCells(sr.MariaDB)
-	base := spreadCells(cells, groups, []col{
-		{metric: "commits_per_sec", format: fmtRate}, {metric: "p50_us", format: fmtUSf}, {metric: "p99_us", format: fmtUSf},
-	})
-	i := 0
-	for _, r := range sr.MariaDB {
-		key := fmt.Sprintf("%s × %d", r.Setting, r.Clients)
-		for _, subj := range []string{"server", "durawal"} {
-			if subj == "server" && r.Server == nil {
-				continue
+	t.rows = tableRows(sr.MariaDB, func(r serverRow) string { return r.Setting }, "MariaDB",
+		func(r serverRow, c *cell) []string {
+			key := fmt.Sprintf("%s × %d", r.Setting, r.Clients)
+			binlog := "—"
+			if strings.Contains(r.Setting, "log_bin") {
+				binlog = spreadOrDash(c, "binlog_groups_per_commit", fmtPerCommit)
 			}
-			c := cells[i]
-			row := append([]string{r.Setting, fmt.Sprint(r.Clients), ""}, base[i]...)
-			if subj == "server" {
-				row[2] = "MariaDB"
-				row = append(row, spreadOrDash(c, "server_fsyncs_per_commit", fmtPerCommit),
-					spreadOrDash(c, "kernel_syncs_per_commit", fmtPerCommit), "—",
-					spreadOrDash(c, "kernel_writes_per_commit", fmtPerCommit), "—", "",
-					cmp.Or(serverArt004[key], "—"), cmp.Or(serverArt000[key], "—"))
-				if strings.Contains(r.Setting, "log_bin") {
-					row[10] = spreadOrDash(c, "binlog_groups_per_commit", fmtPerCommit)
-				}
-			} else {
-				row[2] = "durawal"
-				ratio := "—"
-				if r.Server != nil {
-					ratio = "×" + fmtSpread(ratioSpread(r.Durawal, r.Server, "commits_per_sec"), fmtRatio, false)
-				}
-				row = append(row, "—", spreadOrDash(c, "kernel_syncs_per_commit", fmtPerCommit),
-					spreadOrDash(c, "fsyncs_per_commit", fmtPerCommit), spreadOrDash(c, "kernel_writes_per_commit", fmtPerCommit),
-					"—", ratio, "", "")
-			}
-			t.rows = append(t.rows, row)
-			i++
-		}
-	}
+			return []string{spreadOrDash(c, "server_fsyncs_per_commit", fmtPerCommit), spreadOrDash(c, "kernel_syncs_per_commit", fmtPerCommit), "—",
+				spreadOrDash(c, "kernel_writes_per_commit", fmtPerCommit), binlog, "", cmp.Or(serverArt004[key], "—"), cmp.Or(serverArt000[key], "—")}
+		},
+		func(r serverRow, c *cell) []string {
+			return []string{"—", spreadOrDash(c, "kernel_syncs_per_commit", fmtPerCommit), spreadOrDash(c, "fsyncs_per_commit", fmtPerCommit),
+				spreadOrDash(c, "kernel_writes_per_commit", fmtPerCommit), "—", durawalRatio(r), "", ""}
+		})
 	return t
 }
 

@@ -28,7 +28,7 @@ type mariadbServer struct {
 	addr    string
 	proc    *serverProc
 	admin   *sql.DB // one connection for settings and counters
-	err     error
+	once    lazyStart
 	// dirtyPct is innodb_max_dirty_pages_pct as the server started,
 	// restored after each settle.
 	dirtyPct string
@@ -74,11 +74,7 @@ func (m *mariadbServer) dataDir() string { return filepath.Join(m.dir, "data") }
 
 // ensure starts the server on its first use.
 func (m *mariadbServer) ensure(ctx context.Context) error {
-	if m.proc != nil || m.err != nil {
-		return m.err
-	}
-	m.err = m.start(ctx)
-	return m.err
+	return m.once.do(func() error { return m.start(ctx) })
 }
 
 func (m *mariadbServer) start(ctx context.Context) error {

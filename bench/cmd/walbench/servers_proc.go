@@ -132,5 +132,21 @@ func versionOf(path, arg string) string {
 	return line
 }
 
+// lazyStart starts a server on its first use: a failed start is returned
+// again on every later use, never retried.
+type lazyStart struct {
+	done bool
+	err  error
+}
+
+// do runs start the first time it is called and returns its error then and
+// every time after.
+func (l *lazyStart) do(start func() error) error {
+	if !l.done {
+		l.done, l.err = true, start()
+	}
+	return l.err
+}
+
 // errNotInstalled marks a server whose binary is not on this machine.
 var errNotInstalled = errors.New("not installed")

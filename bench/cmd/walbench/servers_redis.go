@@ -24,8 +24,8 @@ type redisServer struct {
 	dir  string // its directory: data/ and redis.log
 	addr string
 	proc *serverProc
-	err  error // a failed start, returned again on every use
-	seq  int   // windows measured so far (keeps keys unique)
+	once lazyStart
+	seq  int // windows measured so far (keeps keys unique)
 }
 
 // redisInstall is how the experiment tells a user to get redis-server.
@@ -46,11 +46,7 @@ func (r *redisServer) dataDir() string { return filepath.Join(r.dir, "data") }
 
 // ensure starts the server on its first use and waits until it answers.
 func (r *redisServer) ensure(ctx context.Context) error {
-	if r.proc != nil || r.err != nil {
-		return r.err
-	}
-	r.err = r.start(ctx)
-	return r.err
+	return r.once.do(func() error { return r.start(ctx) })
 }
 
 func (r *redisServer) start(ctx context.Context) error {
