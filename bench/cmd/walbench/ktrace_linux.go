@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,9 +23,10 @@ type ktracer struct {
 	pid     int    // the process being traced, between start and stop
 }
 
-// traceBufferKB is the instance's ring buffer per CPU: about 100,000
-// syscall events each, many times what one cell of the experiment makes.
-const traceBufferKB = 8192
+// traceBufferKB is the instance's ring buffer per CPU: 16 MiB shared out
+// over the CPUs, at least 1 MiB each (about 20,000 syscall events), several
+// times what one cell of the experiment makes on one CPU.
+func traceBufferKB() int { return max(1024, 16384/runtime.NumCPU()) }
 
 // openKtracer finds tracefs (mounting it under runDir if it is not mounted:
 // this needs root) and creates walbench's instance with the syscall events
@@ -56,7 +58,7 @@ func openKtracer(runDir string) (*ktracer, string) {
 	}
 	setup := []struct{ file, value string }{
 		{"tracing_on", "0"},
-		{"buffer_size_kb", strconv.Itoa(traceBufferKB)},
+		{"buffer_size_kb", strconv.Itoa(traceBufferKB())},
 		{"options/event-fork", "1"},
 	}
 	for _, ev := range append(append([]string{}, syncEvents...), writeEvents...) {
