@@ -13,8 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/gomodule/redigo/redis"
 )
 
 // The Redis subject's guest side. The work boot starts redis-server on the
@@ -91,10 +89,10 @@ func guestRedis(word string, out io.Writer) (*exec.Cmd, error) {
 func waitRedis(exited <-chan struct{}) error {
 	deadline := time.Now().Add(redisStartLimit)
 	for {
-		c, err := redis.Dial("unix", guestRedisSock, redis.DialConnectTimeout(time.Second), redis.DialReadTimeout(10*time.Second))
+		c, err := dialRedis(guestRedisSock)
 		if err == nil {
-			_, err = redis.String(c.Do("PING"))
-			c.Close()
+			_, err = replyString(c.do("PING"))
+			c.close()
 			if err == nil {
 				return nil
 			}
@@ -135,7 +133,7 @@ func redisWork(m shm, args map[string]string) error {
 	for g := range goroutines {
 		go func() {
 			defer idle.Done()
-			c, err := redis.Dial("unix", guestRedisSock, redis.DialReadTimeout(time.Minute))
+			c, err := dialRedis(guestRedisSock)
 			if err != nil {
 				m.message("connect gid %d: %v", g, err)
 				return
@@ -147,8 +145,8 @@ func redisWork(m shm, args map[string]string) error {
 					return
 				}
 				payload(b, uint64(g), seq, time.Now().UnixNano())
-				if _, err := redis.String(c.Do("SET", redisKey(uint64(g), seq), b)); err != nil {
-					m.message("SET gid %d seq %d: %v", g, seq, err)
+				if reply, err := replyString(c.do("SET", redisKey(uint64(g), seq), b)); err != nil || reply != "OK" {
+					m.message("SET gid %d seq %d: %q %v", g, seq, reply, err)
 					return
 				}
 				e := base + entryBase + int(seq%capacity)*32
@@ -285,26 +283,32 @@ func redisVerify(m shm, args map[string]string) error {
 // the goroutine and sequence number its key names, and whether its value
 // is the payload that goroutine wrote for it.
 func readRedisKeys(m shm) (int, error) {
-	c, err := redis.Dial("unix", guestRedisSock, redis.DialReadTimeout(time.Minute))
+	c, err := dialRedis(guestRedisSock)
 	if err != nil {
 		return 0, err
 	}
-	defer c.Close()
+	defer c.close()
 	var keys []string
 	for cursor := "0"; ; {
-		v, err := redis.Values(c.Do("SCAN", cursor, "COUNT", 1000))
+		reply, err := c.do("SCAN", cursor, "COUNT", 1000)
 		if err != nil {
 			return 0, fmt.Errorf("SCAN: %w", err)
 		}
-		if len(v) != 2 {
-			return 0, fmt.Errorf("SCAN answered %d elements", len(v))
+		v, ok := reply.([]any)
+		if !ok || len(v) != 2 {
+			return 0, fmt.Errorf("SCAN answered %v", reply)
 		}
-		cursor, _ = redis.String(v[0], nil)
-		batch, err := redis.Strings(v[1], nil)
-		if err != nil {
-			return 0, fmt.Errorf("SCAN: %w", err)
+		if cursor, err = replyString(v[0], nil); err != nil {
+			return 0, fmt.Errorf("SCAN cursor: %w", err)
 		}
-		keys = append(keys, batch...)
+		batch, _ := v[1].([]any)
+		for _, k := range batch {
+			key, err := replyString(k, nil)
+			if err != nil {
+				return 0, fmt.Errorf("SCAN key: %w", err)
+			}
+			keys = append(keys, key)
+		}
 		if cursor == "0" {
 			break
 		}
@@ -316,16 +320,21 @@ func readRedisKeys(m shm) (int, error) {
 		for i, k := range batch {
 			args[i] = k
 		}
-		vals, err := redis.ByteSlices(c.Do("MGET", args...))
+		reply, err := c.do(append([]any{"MGET"}, args...)...)
 		if err != nil {
 			return n, fmt.Errorf("MGET: %w", err)
+		}
+		vals, ok := reply.([]any)
+		if !ok || len(vals) != len(batch) {
+			return n, fmt.Errorf("MGET of %d keys answered %v", len(batch), reply)
 		}
 		for i, k := range batch {
 			if n >= recMax {
 				return n, nil
 			}
 			g, seq, ok := parseRedisKey(k)
-			vg, vseq, vok := checkPayload(vals[i])
+			val, _ := vals[i].([]byte) // nil: the key vanished
+			vg, vseq, vok := checkPayload(val)
 			ok = ok && vok && vg == g && vseq == seq
 			e := recBase + n*32
 			m.store(e, uint64(n+1))
