@@ -4,6 +4,8 @@ go 1.26.0
 
 require (
 	github.com/durawal/durawal v0.0.0
+	github.com/go-sql-driver/mysql v1.9.3
+	github.com/gomodule/redigo v1.9.3
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/sys v0.50.0
 	gonum.org/v1/plot v0.17.0
@@ -13,6 +15,7 @@ require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
+	filippo.io/edwards25519 v1.1.0 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

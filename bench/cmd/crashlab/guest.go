@@ -83,6 +83,10 @@ func guestMain() {
 		runErr = guestWork(m, args)
 	case "verify":
 		runErr = guestVerify(m)
+	case "redis-work":
+		runErr = redisWork(m, args)
+	case "redis-verify":
+		runErr = redisVerify(m, args)
 	default:
 		runErr = fmt.Errorf("unknown cl.mode %q", args["mode"])
 	}

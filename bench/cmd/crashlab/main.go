@@ -50,6 +50,7 @@ type config struct {
 	maxDelay time.Duration
 	timeout  time.Duration
 	accel    string
+	redis    []string // appendfsync words Redis runs under (-redis)
 }
 
 // TrialReport is one trial in the -json output.
@@ -65,6 +66,7 @@ type TrialReport struct {
 	Recovered     int
 	Violations    []string
 	BootSeconds   float64
+	Redis         *RedisOutcome `json:",omitempty"` // a Redis trial (-redis)
 }
 
 func hostMain(argv []string, out *os.File) int {
@@ -72,7 +74,8 @@ func hostMain(argv []string, out *os.File) int {
 	var c config
 	var pols string
 	fs.IntVar(&c.trials, "trials", 2, "trials (crash + verify boot) per policy")
-	fs.StringVar(&pols, "policies", "all", "comma-separated policies (names as in the table, parameters optional), or all")
+	fs.StringVar(&pols, "policies", "all", "comma-separated policies (names as in the table, parameters optional), all, or none")
+	redisList := fs.String("redis", "", "also crash redis-server (the installed one, copied into the guest) under these appendfsync words (always,everysec,no), or all")
 	fs.StringVar(&c.jsonOut, "json", "", "write every trial's result to this JSON file")
 	fs.StringVar(&c.work, "work", "", "work directory (kernel, initramfs, disk images); default a fresh temp dir")
 	fs.DurationVar(&c.slack, "slack", 500*time.Millisecond, "the 2·fsync term of the time bounds, plus TCG timer slack")
@@ -86,9 +89,14 @@ func hostMain(argv []string, out *os.File) int {
 	if err := fs.Parse(argv); err != nil {
 		return 2
 	}
+	var err error
+	if c.redis, err = parseRedisFlag(*redisList); err != nil {
+		fmt.Fprintf(os.Stderr, "crashlab: %v\n", err)
+		return 2
+	}
 	if pols == "all" {
 		c.policies = labPolicies
-	} else {
+	} else if pols != "none" {
 		for _, n := range strings.Split(pols, ",") {
 			p, ok := findPolicy(strings.TrimSpace(n))
 			if !ok {
@@ -122,6 +130,10 @@ func hostMain(argv []string, out *os.File) int {
 		}
 	}
 	c.policies = runs
+	if missing := missingRedis(); len(c.redis) > 0 && len(missing) > 0 {
+		fmt.Fprintf(os.Stderr, "crashlab: -redis needs %s\n", strings.Join(missing, ", "))
+		return 2
+	}
 	if missing := missingTools(); len(missing) > 0 {
 		fmt.Fprintf(os.Stderr, "crashlab: missing tools: %s\ninstall them with:\n  apt-get update && apt-get install -y qemu-system-x86 busybox-static e2fsprogs cpio\n", strings.Join(missing, ", "))
 		return 2
@@ -171,8 +183,16 @@ func hostMain(argv []string, out *os.File) int {
 			}
 		}
 	}
+	redisReports, redisBad, redisHung := lab.runRedis(out)
+	reports = append(reports, redisReports...)
+	bad, labFailed = bad || redisBad, labFailed || redisHung
 	fmt.Fprintln(out)
-	fmt.Fprint(out, table(c, reports))
+	if len(c.policies) > 0 {
+		fmt.Fprint(out, table(c, reports))
+	}
+	if len(c.redis) > 0 {
+		fmt.Fprint(out, "\n"+redisTable(c, lab.redisVersion, reports))
+	}
 	if c.jsonOut != "" {
 		b, _ := json.MarshalIndent(reports, "", "  ")
 		if err := os.WriteFile(c.jsonOut, b, 0o644); err != nil {
@@ -246,6 +266,8 @@ type lab struct {
 	kernel    string
 	initrd    string
 	kernelPkg string
+	// redisVersion is the redis-server copied into the guest (-redis).
+	redisVersion string
 }
 
 func run(dir string, name string, args ...string) ([]byte, error) {
@@ -365,6 +387,11 @@ func prepare(c config) (*lab, error) {
 	}
 	if err := copyFile(self, filepath.Join(root, "crashlab"), 0o755); err != nil {
 		return nil, err
+	}
+	if len(c.redis) > 0 {
+		if l.redisVersion, err = addRedis(root); err != nil {
+			return nil, fmt.Errorf("copying redis-server into the guest: %w", err)
+		}
 	}
 	l.initrd = filepath.Join(c.work, "initramfs.cpio")
 	if _, err := run(root, "sh", "-c", "find . | cpio -o -H newc --quiet > "+l.initrd); err != nil {
@@ -583,6 +610,10 @@ func (l *lab) trial(p labPolicy, i int) TrialReport {
 		return fail("%v", err)
 	}
 	if binary.LittleEndian.Uint64(work[hdrMagic:]) != shmMagic {
+		if why, ok := bootPanic(work, filepath.Join(dir, "console-crash.log")); ok {
+			r.LabFailure = why
+			return r
+		}
 		return fail("the workload never started (console: %s): %s", filepath.Join(dir, "console-crash.log"), msg(work))
 	}
 	// Verify boot on the same disk image, with a fresh shared memory.

@@ -77,6 +77,11 @@ type spec struct {
 	duration   time.Duration // commit until this much time has passed
 	batch      int           // records per commit (AppendBatch) if > 1
 	keepCDF    bool          // keep the sorted samples for the CDF chart
+	// window, if set, is called with the log's directory just before the
+	// committers start; the function it returns is called just after they
+	// finish, before the log is closed, and its figures become the
+	// result's Server (the servers experiment counts syscalls there).
+	window func(dir string, l *wal.Log) (end func() (*serverFigures, error), err error)
 }
 
 // result is one measured run: the counters over the measured window (from
@@ -117,6 +122,8 @@ type result struct {
 	Worst           *tailCauses     `json:"worst_commits,omitempty"`
 	// Long holds the long experiment's extra figures.
 	Long *longFigures `json:"long,omitempty"`
+	// Server holds the servers experiment's extra figures.
+	Server *serverFigures `json:"server,omitempty"`
 	// Percentiles is the latency curve from p50 to p99.99 (charts).
 	Percentiles []measure.Point `json:"latency_percentiles,omitempty"`
 }
@@ -163,11 +170,24 @@ func (e *env) measureRun(s spec) (res result, err error) {
 	}
 
 	before := l.Stats()
+	var endWindow func() (*serverFigures, error)
+	if s.window != nil {
+		if endWindow, err = s.window(dir, l); err != nil {
+			return res, fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
 	var smp *sampler
 	samples, kept, elapsed, err := drive(e.ctx, s.committers, s.each, s.duration, commit,
 		func(t0 time.Time) { smp = startSampler(l, t0) })
 	after := l.Stats()
 	timeline := smp.finish()
+	var server *serverFigures
+	if endWindow != nil {
+		var werr error
+		if server, werr = endWindow(); err == nil {
+			err = werr
+		}
+	}
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", s.name, err)
 	}
@@ -181,6 +201,7 @@ func (e *env) measureRun(s spec) (res result, err error) {
 
 	res = windowResult(s, before, after, elapsed, batch)
 	res.RecordSize = e.cfg.size
+	res.Server = server
 	res.Worst = attribute(kept, len(samples), timeline)
 	res.Latency = measure.Summarize(samples) // sorts samples
 	if s.keepCDF {

@@ -36,6 +36,17 @@
 //	        targets, and the 5 slowest stalls of each log cell with what
 //	        they waited on (spare segment, roll, log buffer, fdatasync). A
 //	        default run takes several minutes
+//	servers not run by default (the real servers beside the library):
+//	        redis-server under appendfsync always, everysec and no, and
+//	        mariadbd under innodb_flush_log_at_trx_commit 1, 2 and 0 and
+//	        under 1 with log_bin and sync_binlog=1, each at 1, 8 and 16
+//	        client connections (one request in flight each), beside
+//	        durawal in-process under the equivalent policy; commits/s,
+//	        p50, p99 and fsyncs per commit from the server's counter, the
+//	        kernel (syscall tracepoints of the server's process, through
+//	        tracefs: needs root) and wal.Stats. walbench starts the servers
+//	        in the run directory and stops them (their PIDs only); one that
+//	        is not installed is skipped with the apt-get line to install it
 //
 // Every cell is measured once per round (-rounds, default 3), and the
 // rounds are interleaved: round 1 runs every cell in order, round 2 in
@@ -64,7 +75,7 @@
 //
 // Usage:
 //
-//	go run ./bench/cmd/walbench [-exp disk,levels,aof,cliff,tail,queue,long] [-quick]
+//	go run ./bench/cmd/walbench [-exp disk,levels,aof,cliff,tail,queue,long,servers] [-quick]
 //	    [-rounds N] [-dir PARENT] [-size BYTES] [-method LIST] [-json FILE] [-plot DIR]
 //	    [-long-volume BYTES]
 //
@@ -115,7 +126,7 @@ import (
 var experiments = []string{"disk", "levels", "aof", "cliff", "tail"}
 
 // extraExperiments run only when -exp names them, after the others.
-var extraExperiments = []string{"queue", "long"}
+var extraExperiments = []string{"queue", "long", "servers"}
 
 // allExperiments is every experiment -exp accepts, in run order.
 func allExperiments() []string { return append(slices.Clone(experiments), extraExperiments...) }
@@ -167,6 +178,7 @@ type counts struct {
 	cliffPerCommitter     int           // cliff: commits per committer
 	queuePerCommitter     int           // queue: commits per committer
 	tailTime              time.Duration // tail: each level runs for this long
+	serverCommits         int           // servers: commits per cell, split over its clients
 }
 
 var (
@@ -177,14 +189,14 @@ var (
 		levelCommits: 2000,
 		aofCommits:   1000, aofBatch: 2000, aofClientTime: 400 * time.Millisecond,
 		cliffPerCommitter: 200, queuePerCommitter: 500,
-		tailTime: 700 * time.Millisecond,
+		tailTime: 700 * time.Millisecond, serverCommits: 2000,
 	}
 	quickCounts = counts{
 		diskSyncs: 100, diskWrites: 1000,
 		levelCommits: 500,
 		aofCommits:   200, aofBatch: 2000, aofClientTime: 150 * time.Millisecond,
 		cliffPerCommitter: 20, queuePerCommitter: 20,
-		tailTime: 150 * time.Millisecond,
+		tailTime: 150 * time.Millisecond, serverCommits: 200,
 	}
 )
 
@@ -202,8 +214,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	quick := fs.Bool("quick", false, "smoke run with reduced counts (a few seconds)")
 	rounds := fs.Int("rounds", 3, "measure every cell this many `times`, interleaved; tables show the median and range")
 	exp := fs.String("exp", strings.Join(experiments, ","), "comma-separated `experiments` to run: "+strings.Join(experiments, ", ")+
-		"; also queue (adaptive vs plain group-commit queue at 8/16/32 committers) and long (the segment lifecycle in the worst "+
-		"commits over -long-volume: innodb=1 × 16, =2, =0 against raw loops, with write amplification), not run by default")
+		"; also queue (adaptive vs plain group-commit queue at 8/16/32 committers), long (the segment lifecycle in the worst "+
+		"commits over -long-volume: innodb=1 × 16, =2, =0 against raw loops, with write amplification) and servers (redis-server and "+
+		"mariadbd beside durawal under the equivalent policies), not run by default")
 	size := fs.Int("size", 100, "record size in `bytes` (the long experiment: 1024 unless given)")
 	longVolume := fs.String("long-volume", "", "payload each long cell appends: `bytes`, or with a KiB, MiB or GiB suffix (default 768MiB, 24MiB with -quick)")
 	segment := fs.Int64("segment", 0, "segment size in `bytes` (default: wal.DefaultSegmentSize, 4 MiB with -quick)")
@@ -356,6 +369,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			rep.Queue = planQueue(e, p)
 		case "long":
 			rep.Long = planLong(e, p)
+		case "servers":
+			rep.Servers = planServers(e, p)
+			defer rep.Servers.close(e)
 		}
 	}
 	if err := e.runRounds(p, e.skipUnsupported); err != nil {
@@ -379,6 +395,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			tables = queueTables(rep.Queue, cfg.rounds)
 		case "long":
 			tables = longTables(rep.Long, cfg.rounds)
+		case "servers":
+			tables = serversTables(rep.Servers, cfg.rounds)
 		}
 		for _, t := range tables {
 			t.write(stdout)

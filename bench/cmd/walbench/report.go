@@ -23,6 +23,9 @@ type report struct {
 	Rounds  int           `json:"rounds"`
 	Checks  []check       `json:"counter_checks"`
 	Elapsed time.Duration `json:"elapsed_ns"`
+
+	// Servers is the servers experiment (Redis and MariaDB beside durawal).
+	Servers *serversResult `json:"servers,omitempty"`
 }
 
 // table is one Markdown table with a title and notes above it.
