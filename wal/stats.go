@@ -37,7 +37,7 @@ type counters struct {
 type segCounters struct {
 	prepared, prepareBytes atomic.Uint64
 	recycled, recycledKept atomic.Uint64
-	allocated              atomic.Uint64
+	allocated, zeroedAhead atomic.Uint64
 	prepareTime            atomic.Int64
 	waitTime, waitMax      atomic.Int64
 }
@@ -69,6 +69,13 @@ type PrepareStats struct {
 	// PrepareBytes counts the bytes written to prepare them (zeros; none
 	// for a recycled or allocated file).
 	PrepareBytes uint64
+	// ZeroedAhead counts the zeros written into allocated segments just
+	// ahead of their frames, a MiB at a time, where commits sync
+	// (SyncEveryCommit, SyncEveryN; buffered sync methods): each MiB's
+	// blocks are then written once, and one sync converts them from
+	// unwritten, instead of every commit's sync converting the blocks its
+	// frames reached. With PrepareBytes, the zeros the log wrote.
+	ZeroedAhead uint64
 	// Waits counts appends that waited for a segment to be prepared, those
 	// that found a preparation already running included (the same count as
 	// Stats.SegmentCreateStalls).
@@ -277,6 +284,7 @@ func (l *Log) Stats() Stats {
 			Kept:         c.seg.recycledKept.Load(),
 			PrepareTime:  time.Duration(c.seg.prepareTime.Load()),
 			PrepareBytes: c.seg.prepareBytes.Load(),
+			ZeroedAhead:  c.seg.zeroedAhead.Load(),
 			Waits:        c.segmentCreateStalls.Load(),
 			WaitTime:     time.Duration(c.seg.waitTime.Load()),
 			WaitMax:      time.Duration(c.seg.waitMax.Load()),
