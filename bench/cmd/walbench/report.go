@@ -23,6 +23,10 @@ type report struct {
 	Rounds  int           `json:"rounds"`
 	Checks  []check       `json:"counter_checks"`
 	Elapsed time.Duration `json:"elapsed_ns"`
+
+	// Bandwidth and Prepare are the experiments of those names.
+	Bandwidth *bandwidthResult `json:"bandwidth,omitempty"`
+	Prepare   *prepareResult   `json:"prepare,omitempty"`
 }
 
 // table is one Markdown table with a title and notes above it.
