@@ -142,12 +142,12 @@ type build struct {
 
 // result is one cell run, as the cell program printed it.
 type result struct {
-	Round   int    `json:"round"`
-	Policy  string `json:"policy"`
-	Writers int    `json:"writers"`
-	Build   string `json:"build"`
-	Commits int64  `json:"commits"`
-	Seconds float64
+	Round   int     `json:"round"`
+	Policy  string  `json:"policy"`
+	Writers int     `json:"writers"`
+	Build   string  `json:"build"`
+	Commits int64   `json:"commits"`
+	Seconds float64 `json:"seconds"`
 	CPUus   float64 `json:"cpu_us"`
 	Syncs   int64   `json:"syncs"`
 	P50us   float64 `json:"p50_us"`
