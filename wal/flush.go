@@ -145,6 +145,12 @@ func (l *Log) writeAt(p []byte, lsn LSN) error {
 			seg.handed = end
 		}
 	}
+	// The size of the writes, for the next preparation (largeWrites).
+	if ws := l.writeSize.Load(); ws == 0 {
+		l.writeSize.Store(int64(n))
+	} else {
+		l.writeSize.Store(ws + (int64(n)-ws)/8)
+	}
 	if seg.zeroTo > 0 && n < zeroAheadBelow && off+int64(n)+zeroAheadStep/2 > seg.zeroTo && l.zeroesAhead() {
 		if err := l.zeroAhead(seg, off+int64(n)); err != nil {
 			l.stats.writeErrors.Add(1)
@@ -193,6 +199,15 @@ func (l *Log) zeroesAhead() bool {
 	k := l.pol.Kind()
 	return (k == policy.KindSyncEveryCommit || k == policy.KindSyncEveryN) &&
 		!l.method.Direct() && !l.method.WriteThrough()
+}
+
+// largeWrites reports whether the log's recent writes (a moving average
+// of the last eight or so) are of zeroAheadBelow bytes or more, where
+// commits sync: a segment that such writes fill is allocated rather than
+// zero-filled (allocatesSpares), since each sync converts the blocks of
+// that many bytes at once, and zeros would double what the device writes.
+func (l *Log) largeWrites() bool {
+	return l.zeroesAhead() && l.writeSize.Load() >= zeroAheadBelow
 }
 
 // zeroAhead writes zeroAheadStep bytes of zeros into s, an allocated

@@ -371,10 +371,13 @@ func (l *Log) prepareSegment(allocate, sync bool) (*segment, error) {
 // of its frames (zeroAhead) spare its commits most of the conversions.
 // Spares stay zero-filled there: with zeros ahead an allocated segment
 // still took 0.83-0.91× a zero-filled one's fdatasyncs per second (16 KiB
-// groups, ext4 and XFS), and the zero-fill runs off the commit path, paced.
+// groups, ext4 and XFS), and the zero-fill runs off the commit path, paced;
+// unless the writes are large (largeWrites), whose syncs convert their own
+// blocks, a conversion per 64 KiB or more, where zeros would halve the
+// bandwidth a log of large records gets from the device.
 func (l *Log) allocatesSpares() bool {
 	k := l.pol.Kind()
-	return k == policy.KindBufferedInterval || k == policy.KindAsyncCommit
+	return k == policy.KindBufferedInterval || k == policy.KindAsyncCommit || l.largeWrites()
 }
 
 // installSegment gives a prepared segment its first LSN, s.first: it writes

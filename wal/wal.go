@@ -52,7 +52,8 @@ type Log struct {
 	// Owned by the flush leader (groupcommit runs one FlushFunc at a time).
 	spareBuf        *logBuffer
 	groupsSinceSync atomic.Int64
-	zeros           []byte // zeroAhead's buffer, made on first use
+	zeros           []byte       // zeroAhead's buffer, made on first use
+	writeSize       atomic.Int64 // moving average of the frame bytes per write (largeWrites)
 
 	syncMu   sync.Mutex // serialises every sync of a segment file (no two ever run on one file at once)
 	rollMu   sync.Mutex // guards writeSeg and seal: changed under flushMu and rollMu, read under either

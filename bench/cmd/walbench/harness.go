@@ -82,6 +82,7 @@ type spec struct {
 	duration   time.Duration // commit until this much time has passed
 	batch      int           // records per commit (AppendBatch) if > 1
 	size       int           // record size in bytes, if not the run's (-size)
+	syncAtEnd  bool          // the window ends with a Log.Sync after the last commit
 	keepCDF    bool          // keep the sorted samples for the CDF chart
 }
 
@@ -176,6 +177,12 @@ func (e *env) measureRun(s spec) (res result, err error) {
 	var smp *sampler
 	samples, kept, elapsed, err := drive(e.ctx, s.committers, s.each, s.duration, commit,
 		func(t0 time.Time) { smp = startSampler(l, t0) })
+	if err == nil && s.syncAtEnd {
+		t := time.Now()
+		if err = l.Sync(); err == nil {
+			elapsed += time.Since(t)
+		}
+	}
 	after := l.Stats()
 	timeline := smp.finish()
 	if err != nil {
