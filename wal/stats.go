@@ -180,7 +180,9 @@ type Stats struct {
 	WriteDuration Histogram
 	// CommitWaitNone, CommitWaitWritten and CommitWaitSynced are the
 	// distributions of commit latency — from the Append, AppendContext or
-	// AppendBatch call to its return — of the commits counted in Commits,
+	// AppendBatch call to the return of the write or sync that covered it
+	// (one clock reading for a whole group; the moments the committer's
+	// goroutine then takes to run are not counted) — of the commits counted in Commits,
 	// by what each waited for: nothing (the log buffer), the write, or the
 	// sync (policy.WaitNone, WaitWrite, WaitSync; ForceSync counts as a
 	// sync). Their Counts add up to Commits. A commit's latency runs from
