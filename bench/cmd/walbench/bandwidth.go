@@ -108,11 +108,8 @@ func (e *env) rawBandwidth(name string, size, per, ops int, sync bool) (result, 
 	buf := makeRecord(size * per)
 	total := int64(len(buf)) * int64(ops)
 	if sync {
-		zeros := make([]byte, 1<<20)
-		for off := int64(0); off < total; off += int64(len(zeros)) {
-			if _, err := f.WriteAt(zeros[:min(int64(len(zeros)), total-off)], off); err != nil {
-				return result{}, err
-			}
+		if err := writeZerosAt(f, 0, total); err != nil {
+			return result{}, err
 		}
 		if err := f.Sync(); err != nil {
 			return result{}, err

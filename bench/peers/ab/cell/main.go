@@ -161,7 +161,7 @@ func run(lib, pol string, writers, size int, d time.Duration, dir, cpuprofile, t
 				mine = make([]time.Duration, 0, 1<<14)
 			}
 			var n int64
-			for !stop.Load() {
+			for first := true; first || !stop.Load(); first = false { // at least one commit each, however late it starts
 				var t0 time.Time
 				if timed {
 					t0 = time.Now()
