@@ -131,7 +131,7 @@ func (e *env) prepareCell(way string, size, ops int, dev *devCounter, na string)
 			return err
 		}
 		if end := off + int64(size); ahead && end+aheadStep/2 > zeroTo && zeroTo < segSize {
-			from := max(zeroTo, end)
+			from := max(zeroTo, (end+4095)&^4095) // from the page after the record's, as the log does
 			to := min(from+aheadStep, segSize)
 			if err := writeZerosAt(f, from, to); err != nil {
 				return err
