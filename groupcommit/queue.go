@@ -38,6 +38,7 @@ type waiter struct {
 	need  Level
 	state uint8         // guarded by q.mu
 	err   error         // result when state == stateDone; guarded by q.mu
+	done  time.Duration // when state == stateDone with no error: q.done when it was woken; guarded by q.mu
 	wake  chan struct{} // capacity 1: signalled once when state leaves stateQueued
 	next  *waiter       // free-list link; guarded by q.mu
 }
@@ -105,6 +106,13 @@ type Queue struct {
 
 	// timer is owned by the current leader, for Delay; created on first use.
 	timer *time.Timer
+
+	// origin is the monotonic origin of done: New's time.
+	origin time.Time
+	// done is when the last flush (its FlushFunc's return) or Advance that
+	// covered waiters ended, as time since origin: one clock reading that
+	// every waiter it covered shares (WaitTimed).
+	done time.Duration
 }
 
 // New returns a Queue whose leaders call flush. It returns an error matching
@@ -122,6 +130,7 @@ func New(flush FlushFunc, opts Options) (*Queue, error) {
 		opts:         opts,
 		stop:         make(chan struct{}),
 		adaptHistory: 0xff,
+		origin:       time.Now(),
 	}, nil
 }
 
@@ -144,25 +153,55 @@ func New(flush FlushFunc, opts Options) (*Queue, error) {
 // returns its outcome. Wait is safe for
 // concurrent use and allocates nothing in steady state.
 func (q *Queue) Wait(ctx context.Context, lsn uint64, need Level) error {
+	_, err := q.wait(ctx, lsn, need)
+	return err
+}
+
+// WaitTimed is [Queue.Wait] that also says when lsn was covered: the time
+// at which the FlushFunc call (or the [Queue.Advance]) that covered it
+// returned, read once for every waiter it covered, so a group costs one
+// clock reading rather than one per member. A caller that times its
+// commits from its own start to this time counts the flush and everything
+// queued before it, and not the moments its goroutine then takes to run.
+// The time is the zero Time when lsn was already covered at the call, with
+// nothing to wait for (the caller reads the clock itself if it needs the
+// time), and whenever the error is not nil. It is safe for concurrent use
+// and allocates nothing in steady state.
+func (q *Queue) WaitTimed(ctx context.Context, lsn uint64, need Level) (time.Time, error) {
+	at, err := q.wait(ctx, lsn, need)
+	if err != nil || at < 0 {
+		return time.Time{}, err
+	}
+	return q.origin.Add(at), nil
+}
+
+// wait is Wait; it returns, on success, when lsn was covered (q.done of
+// the flush or Advance that covered it), or -1 if it was covered at the
+// call.
+func (q *Queue) wait(ctx context.Context, lsn uint64, need Level) (time.Duration, error) {
 	if need != Written && need != Synced {
-		return ErrInvalidLevel
+		return -1, ErrInvalidLevel
 	}
 	q.mu.Lock()
 	q.active++
 	leading, arrived := false, false
+	at := time.Duration(-1)
 	for {
 		if q.err != nil {
 			if leading {
 				q.flushing = false // failLocked has woken every waiter
 			}
-			return q.leaveLocked(q.err)
+			return -1, q.leaveLocked(q.err)
 		}
 		if q.coveredLocked(lsn, need) {
 			if leading {
 				q.passLeadLocked()
 			}
+			if arrived && at < 0 { // covered by a flush or an Advance it did not lead
+				at = q.done
+			}
 			q.stats.Commits++
-			return q.leaveLocked(nil)
+			return at, q.leaveLocked(nil)
 		}
 		if !arrived {
 			arrived = true
@@ -173,8 +212,9 @@ func (q *Queue) Wait(ctx context.Context, lsn uint64, need Level) error {
 			q.flushing = true
 			if !q.leadLocked(ctx, need) { // ctx ended during the delay
 				q.passLeadLocked()
-				return q.leaveLocked(ctx.Err())
+				return -1, q.leaveLocked(ctx.Err())
 			}
+			at = q.done
 			continue // re-check: covered, failed, or (a FlushFunc that fell short) lead again
 		}
 
@@ -195,19 +235,20 @@ func (q *Queue) Wait(ctx context.Context, lsn uint64, need Level) error {
 		case stateQueued: // ctx ended first; the group goes on without us
 			q.removeLocked(w)
 			q.putWaiterLocked(w)
-			return q.leaveLocked(ctx.Err())
+			return -1, q.leaveLocked(ctx.Err())
 		case stateDone:
-			err := w.err
+			err, done := w.err, w.done
 			q.putWaiterLocked(w)
-			if err == nil {
-				q.stats.Commits++
+			if err != nil {
+				return -1, q.leaveLocked(err)
 			}
-			return q.leaveLocked(err)
+			q.stats.Commits++
+			return done, q.leaveLocked(nil)
 		case stateLead:
 			q.putWaiterLocked(w)
 			if ctx.Err() != nil { // give leadership to the next in line
 				q.passLeadLocked()
-				return q.leaveLocked(ctx.Err())
+				return -1, q.leaveLocked(ctx.Err())
 			}
 			leading = true
 		}
@@ -251,16 +292,15 @@ func (q *Queue) leadLocked(ctx context.Context, need Level) bool {
 		need = Synced
 	}
 	q.mu.Unlock()
-	var start time.Time
+	var start time.Duration
 	if need == Synced { // only sync flushes feed the EWMA that bounds the adaptive wait
-		start = time.Now()
+		start = time.Since(q.origin)
 	}
 	written, synced, err := q.flush(need)
-	var took time.Duration
-	if need == Synced {
-		took = time.Since(start)
-	}
+	end := time.Since(q.origin) // the group's one reading of when it was covered (WaitTimed)
+	took := end - start
 	q.mu.Lock()
+	q.done = max(q.done, end)
 
 	q.stats.Groups++
 	level := Written
@@ -315,7 +355,7 @@ func (q *Queue) wakeCoveredLocked() uint64 {
 		if w.need == Synced {
 			q.queuedSynced--
 		}
-		w.state, w.err = stateDone, nil
+		w.state, w.err, w.done = stateDone, nil, q.done
 		w.wake <- struct{}{}
 		n++
 	}
@@ -401,6 +441,9 @@ func (q *Queue) Advance(written, synced uint64) {
 	defer q.mu.Unlock()
 	q.advanceLocked(written, synced)
 	if q.err == nil {
+		if len(q.waiters) > 0 {
+			q.done = max(q.done, time.Since(q.origin))
+		}
 		q.wakeCoveredLocked()
 	}
 }

@@ -149,6 +149,7 @@ func NewCollector(l *wal.Log, opts Options) *Collector {
 	counter("segments_allocated_total", "Segments prepared by allocating their blocks (fallocate) instead of writing zeros.", func(s *wal.Stats) uint64 { return s.Prepare.Allocated })
 	counter("segments_kept_total", "Segment files RemoveBefore kept for reuse instead of removing them.", func(s *wal.Stats) uint64 { return s.Prepare.Kept })
 	counter("segment_prepare_bytes_total", "Bytes written to prepare segments (zeros).", func(s *wal.Stats) uint64 { return s.Prepare.PrepareBytes })
+	counter("segment_zeroed_ahead_bytes_total", "Zeros written into allocated segments just ahead of their frames, where commits sync.", func(s *wal.Stats) uint64 { return s.Prepare.ZeroedAhead })
 	counter("postponed_writes_total", "Writes postponed while a background sync ran.", func(s *wal.Stats) uint64 { return s.PostponedWrites })
 	counter("delayed_writes_total", "Postponed writes forced after the maximum postponement.", func(s *wal.Stats) uint64 { return s.DelayedWrites })
 	counter("reader_bytes_total", "Bytes Readers read from segment files.", func(s *wal.Stats) uint64 { return s.ReaderBytes })

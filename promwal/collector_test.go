@@ -110,10 +110,14 @@ durawal_wal_segments_allocated_total{log="orders"} 1
 # HELP durawal_wal_segment_prepare_bytes_total Bytes written to prepare segments (zeros).
 # TYPE durawal_wal_segment_prepare_bytes_total counter
 durawal_wal_segment_prepare_bytes_total{log="orders"} 0
+# HELP durawal_wal_segment_zeroed_ahead_bytes_total Zeros written into allocated segments just ahead of their frames, where commits sync.
+# TYPE durawal_wal_segment_zeroed_ahead_bytes_total counter
+durawal_wal_segment_zeroed_ahead_bytes_total{log="orders"} 0
 `
 	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want),
 		"durawal_wal_commits_total", "durawal_wal_appended_bytes_total", "durawal_wal_segments", "durawal_wal_segment_bytes", "durawal_wal_info",
-		"durawal_wal_segments_prepared_total", "durawal_wal_segments_allocated_total", "durawal_wal_segment_prepare_bytes_total"))
+		"durawal_wal_segments_prepared_total", "durawal_wal_segments_allocated_total", "durawal_wal_segment_prepare_bytes_total",
+		"durawal_wal_segment_zeroed_ahead_bytes_total"))
 	require.Equal(t, uint64(10), sampleCount(t, c, "durawal_wal_commit_duration_seconds"))
 	require.Equal(t, uint64(10), sampleCount(t, c, "durawal_wal_group_size"), "one group per lone commit")
 }

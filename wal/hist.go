@@ -58,11 +58,13 @@ type latencyHist struct {
 }
 
 // record counts one duration d (negative durations count as 0): two atomic
-// adds.
+// adds, one for 0 (an untimed commit's).
 func (h *latencyHist) record(d time.Duration) {
 	ns := uint64(max(d, 0))
 	h.buckets[histIndex(ns)].Add(1)
-	h.sum.Add(ns)
+	if ns > 0 {
+		h.sum.Add(ns)
+	}
 }
 
 // snapshot copies h into a Histogram. Concurrent records may be seen in

@@ -129,7 +129,8 @@ type CommitEvent struct {
 	Wait policy.Wait
 	// Records is the number of records the call appended (1 for Append).
 	Records int
-	// Duration is the time from the call's first wait to its return,
+	// Duration is the time from the call's first wait to the return of
+	// the write or sync that covered it (read once for the whole group),
 	// queueing for the log, group delay and I/O included; 0 for a commit
 	// that waited for nothing (see Stats.CommitWaitNone).
 	Duration time.Duration

@@ -196,6 +196,7 @@ type segment struct {
 	size    int64  // file size in bytes
 	limit   int64  // end of the bytes new frames may use: size, aligned down under O_DIRECT
 	handed  int64  // frames before this offset were handed to the device (WritebackAfter)
+	zeroTo  int64  // allocated by this Log: its blocks before this offset were written (zeroAhead); 0 if not allocated
 	path    string
 	f       vfs.File // write handle while the segment is active or prepared
 }
@@ -231,10 +232,11 @@ func (s *segment) offset(lsn LSN) int64 { return segmentHeaderSize + int64(lsn-s
 //   - allocate (fallocate, vfs.Allocate): blocks reserved, no data written.
 //     Fast (under 2 ms for 64 MiB against 60-80 ms of zeros) and no write
 //     amplification, but its extents are marked unwritten, and a sync after
-//     a write into them commits that marking too: an fdatasync after a
-//     1 KiB write cost 1.07× [0.82-1.14] the median and 1.22× [1.00-1.36]
-//     the p99 of one into zeros (5 interleaved rounds of 3,000 on the
-//     2-core dev VM, ext4).
+//     a write into them commits that marking too: each fdatasync of a
+//     16 KiB group cost about twice one into zeros (ext4 and XFS; walbench
+//     -exp prepare). Where commits sync, the frames written into such a
+//     segment are preceded by zeros a MiB at a time (zeroAhead), so that
+//     one sync per MiB converts its blocks.
 //   - zero-fill (PostgreSQL XLogFileInit, InnoDB's redo files): zeros
 //     written and synced, so that a later fdatasync flushes data only.
 //
@@ -281,7 +283,11 @@ func (l *Log) prepareSegment(allocate, sync bool) (*segment, error) {
 		}
 		l.stats.seg.prepared.Add(1)
 		l.stats.seg.prepareTime.Add(int64(time.Since(start)))
-		return &segment{version: segmentVersion, size: l.opts.SegmentSize, limit: l.opts.SegmentSize, handed: segmentHeaderSize, path: path, f: f}, nil
+		s := &segment{version: segmentVersion, size: l.opts.SegmentSize, limit: l.opts.SegmentSize, handed: segmentHeaderSize, path: path, f: f}
+		if !zeroed {
+			s.zeroTo = segmentHeaderSize
+		}
+		return s, nil
 	}
 	if allocate && !l.method.WriteThrough() {
 		err := vfs.Allocate(f, l.opts.SegmentSize)
@@ -361,10 +367,17 @@ func (l *Log) prepareSegment(allocate, sync bool) (*segment, error) {
 // 0.86-0.95M and half the appends over 10 ms (4 interleaved rounds each on
 // the 2-core dev VM). A new log's first segment is allocated under every
 // policy (where prepareSegment can allocate at all), so that Open does not
-// write a segment of zeros first.
+// write a segment of zeros first; where commits sync, zeros written ahead
+// of its frames (zeroAhead) spare its commits most of the conversions.
+// Spares stay zero-filled there: with zeros ahead an allocated segment
+// still took 0.83-0.91× a zero-filled one's fdatasyncs per second (16 KiB
+// groups, ext4 and XFS), and the zero-fill runs off the commit path, paced;
+// unless the writes are large (largeWrites), whose syncs convert their own
+// blocks, a conversion per 64 KiB or more, where zeros would halve the
+// bandwidth a log of large records gets from the device.
 func (l *Log) allocatesSpares() bool {
 	k := l.pol.Kind()
-	return k == policy.KindBufferedInterval || k == policy.KindAsyncCommit
+	return k == policy.KindBufferedInterval || k == policy.KindAsyncCommit || l.largeWrites()
 }
 
 // installSegment gives a prepared segment its first LSN, s.first: it writes

@@ -2,20 +2,14 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 
 	pebblerecord "github.com/cockroachdb/pebble/record"
 	"github.com/cockroachdb/pebble/vfs"
+	"github.com/durawal/durawal/bench/peers/internal/pebblewal"
 )
-
-// pebbleWALName is the one WAL file the adapter writes (pebble names its
-// WALs by file number).
-const pebbleWALName = "000001.log"
 
 func pebbleLib() *lib {
 	return &lib{
@@ -29,13 +23,7 @@ func pebbleLib() *lib {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return nil, err
 			}
-			f, err := vfs.Default.Create(filepath.Join(dir, pebbleWALName))
-			if err != nil {
-				return nil, err
-			}
-			p := &pebbleLog{m: m, sem: make(chan struct{}, pebblerecord.SyncConcurrency-1)}
-			p.startWAL(f)
-			return p, nil
+			return pebblewal.Create(dir, m == durable, 0)
 		},
 		fill: func(dir string, n int, rec []byte) error {
 			l, err := pebbleLib().open(dir, relaxed)
@@ -51,7 +39,7 @@ func pebbleLib() *lib {
 			return l.Close()
 		},
 		replay: func(dir string, visit func([]byte)) (int, error) {
-			f, err := vfs.Default.Open(filepath.Join(dir, pebbleWALName))
+			f, err := vfs.Default.Open(filepath.Join(dir, pebblewal.FirstName))
 			if err != nil {
 				return 0, err
 			}
@@ -80,121 +68,14 @@ func pebbleLib() *lib {
 	}
 }
 
-type countingPebbleFile struct {
-	vfs.File
-	syncs atomic.Int64
-}
-
-func (f *countingPebbleFile) Sync() error {
-	f.syncs.Add(1)
-	return f.File.Sync()
-}
-
-type pebbleLog struct {
-	m   mode
-	mu  sync.Mutex // pebble's commitPipeline.mu: SyncRecord needs external synchronisation
-	w   *pebblerecord.LogWriter
-	f   *countingPebbleFile
-	sem chan struct{}
-}
-
-func (p *pebbleLog) Append(rec []byte) error {
-	if p.m == relaxed {
-		p.mu.Lock()
-		_, err := p.w.SyncRecord(rec, nil, nil)
-		p.mu.Unlock()
-		return err
-	}
-	var wg sync.WaitGroup
-	var syncErr error
-	wg.Add(1)
-	p.sem <- struct{}{} // released by the flush goroutine when the sync is done
-	p.mu.Lock()
-	_, err := p.w.SyncRecord(rec, &wg, &syncErr)
-	p.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	wg.Wait()
-	return syncErr
-}
-
-// rotatingPebbleLog is pebbleLog in relaxed mode rotating its WAL as
-// pebble's DB does when a memtable of rotateAt bytes fills (DB.rotateWAL,
-// called from makeRoomForWrite on the commit path under the commit
-// mutex): the LogWriter is closed (its EOF trailer written and the file
-// synced), a new file created, the directory synced, and a new LogWriter
-// started, all before the append that found the WAL full goes on. It is
-// what a durawal roll does (seal the finished segment, start the next) with
-// pebble's timing: durawal seals in the background and makes only the next
-// roll wait for it.
-type rotatingPebbleLog struct {
-	dir      string
-	rotateAt int64
-	n        uint64 // file number of the current WAL
-	syncs    int64  // syncs of closed WALs
-	*pebbleLog
-}
-
-func openRotatingPebble(dir string, rotateAt int64) (*rotatingPebbleLog, error) {
-	l, err := pebbleLib().open(dir, relaxed)
-	if err != nil {
+// openRotatingPebble opens a relaxed pebble log that rotates its WAL every
+// rotateAt bytes (pebblewal.Create), as pebble's DB does when a memtable
+// fills: what a durawal roll does (seal the finished segment, start the
+// next) with pebble's timing: durawal seals in the background and makes
+// only the next roll wait for it.
+func openRotatingPebble(dir string, rotateAt int64) (peerLog, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return &rotatingPebbleLog{dir: dir, rotateAt: rotateAt, n: 1, pebbleLog: l.(*pebbleLog)}, nil
+	return pebblewal.Create(dir, false, rotateAt)
 }
-
-func (p *rotatingPebbleLog) Append(rec []byte) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.w.Size() >= p.rotateAt {
-		if err := p.rotateLocked(); err != nil {
-			return err
-		}
-	}
-	_, err := p.w.SyncRecord(rec, nil, nil)
-	return err
-}
-
-func (p *rotatingPebbleLog) rotateLocked() error {
-	if err := p.w.Close(); err != nil { // flushes, syncs and closes the file
-		return err
-	}
-	p.syncs += p.f.syncs.Load()
-	p.n++
-	f, err := vfs.Default.Create(filepath.Join(p.dir, fmt.Sprintf("%06d.log", p.n)))
-	if err != nil {
-		return err
-	}
-	d, err := vfs.Default.OpenDir(p.dir)
-	if err != nil {
-		f.Close()
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	p.syncs++
-	if err != nil {
-		f.Close()
-		return err
-	}
-	p.startWAL(f)
-	return nil
-}
-
-func (p *rotatingPebbleLog) Syncs() int64 { return p.syncs + p.f.syncs.Load() }
-
-// startWAL makes f, a new file, the WAL p writes, as pebble's DB opens a
-// WAL: a syncing file with preallocation (MemTableSize*1.1 for the 4 MiB
-// default), no BytesPerSync, under a LogWriter (its log number only tags
-// chunks for recycled files, never read back here).
-func (p *pebbleLog) startWAL(f vfs.File) {
-	f = vfs.NewSyncingFile(f, vfs.SyncingFileOptions{PreallocateSize: 4 << 20 * 11 / 10})
-	p.f = &countingPebbleFile{File: f}
-	p.w = pebblerecord.NewLogWriter(p.f, 1, pebblerecord.LogWriterConfig{QueueSemChan: p.sem})
-}
-
-func (p *pebbleLog) Syncs() int64 { return p.f.syncs.Load() }
-func (p *pebbleLog) Close() error { return p.w.Close() }

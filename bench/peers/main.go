@@ -24,8 +24,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/durawal/durawal/bench/peers/internal/host"
 )
 
 type config struct {
@@ -173,18 +174,6 @@ type libInfo struct {
 	Counter     string `json:"counter"`
 }
 
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "n/a"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "n/a"
-	}
-	return strings.Join(f[:3], " ")
-}
-
 func run(args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseFlags(args, stderr)
 	if err != nil {
@@ -216,7 +205,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	res := &results{
 		Started: time.Now(),
 		Machine: machine{GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
-			CPUs: runtime.NumCPU(), FS: fsName(root), Dir: root, LoadBefore: loadavg()},
+			CPUs: runtime.NumCPU(), FS: host.FSName(root), Dir: root, LoadBefore: host.LoadAvg()},
 		Config:      jsonConfig{cfg.writers, cfg.size, cfg.duration.Seconds(), cfg.rounds, cfg.quick},
 		RecoveryMiB: cfg.recMiB,
 	}
@@ -322,7 +311,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			progress("torn %-8s: %s %s", l.name, t.Outcome, t.Err)
 		}
 	}
-	res.Machine.LoadAfter = loadavg()
+	res.Machine.LoadAfter = host.LoadAvg()
 
 	report(stdout, res, cfg)
 	if cfg.jsonPath != "" {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/durawal/durawal/bench/peers/internal/host"
 )
 
 // recoveryRun is one timed recovery: open the log as the library's recovery
@@ -41,7 +43,7 @@ func timeReplay(l *lib, dir string) (int, time.Duration, error) {
 // disk; it needs root and silently does nothing otherwise. It reports
 // whether it worked.
 func dropCaches() bool {
-	syncAll()
+	host.SyncAll()
 	return os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0o200) == nil
 }
 

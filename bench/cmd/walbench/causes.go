@@ -283,18 +283,20 @@ func (tc *tailCauses) String() string {
 // Commits that waited through the same slow moment (a group's slow
 // fdatasync, which every member of the group waits for) count once, so a
 // log shared by 16 committers compares with a loop of one.
-func stalls(over []slowCommit) int {
+func stalls(over []slowCommit) int { return len(stallSpans(over)) }
+
+// stallSpans returns the stretches of time the commits in over waited
+// through, overlapping waits merged: one span per stall.
+func stallSpans(over []slowCommit) []span {
 	s := slices.Clone(over)
 	slices.SortFunc(s, func(a, b slowCommit) int { return cmp.Compare(a.start, b.start) })
-	n := 0
-	var end time.Duration
-	for i, c := range s {
-		if i == 0 || c.start > end {
-			n++
-			end = c.start + c.latency
-		} else {
-			end = max(end, c.start+c.latency)
+	var out []span
+	for _, c := range s {
+		if n := len(out); n > 0 && c.start <= out[n-1].to {
+			out[n-1].to = max(out[n-1].to, c.start+c.latency)
+			continue
 		}
+		out = append(out, span{from: c.start, to: c.start + c.latency})
 	}
-	return n
+	return out
 }

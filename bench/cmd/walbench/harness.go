@@ -29,11 +29,16 @@ type env struct {
 }
 
 func newEnv(ctx context.Context, cfg config, root string, stderr io.Writer) *env {
-	rec := make([]byte, cfg.size)
+	return &env{ctx: ctx, cfg: cfg, root: root, stderr: stderr, start: time.Now(), rec: makeRecord(cfg.size)}
+}
+
+// makeRecord returns a record of size bytes: the letters a to z, repeated.
+func makeRecord(size int) []byte {
+	rec := make([]byte, size)
 	for i := range rec {
 		rec[i] = byte('a' + i%26)
 	}
-	return &env{ctx: ctx, cfg: cfg, root: root, stderr: stderr, start: time.Now(), rec: rec}
+	return rec
 }
 
 // progressf writes one progress line to stderr, stamped with the time since
@@ -76,6 +81,8 @@ type spec struct {
 	each       int           // commits per committer, or
 	duration   time.Duration // commit until this much time has passed
 	batch      int           // records per commit (AppendBatch) if > 1
+	size       int           // record size in bytes, if not the run's (-size)
+	syncAtEnd  bool          // the window ends with a Log.Sync after the last commit
 	keepCDF    bool          // keep the sorted samples for the CDF chart
 	// window, if set, is called with the log's directory just before the
 	// committers start; the function it returns is called just after they
@@ -155,17 +162,21 @@ func (e *env) measureRun(s spec) (res result, err error) {
 		}
 	}()
 
+	rec := e.rec
+	if s.size > 0 {
+		rec = makeRecord(s.size)
+	}
 	batch := max(s.batch, 1)
 	recs := make([][]byte, batch)
 	for i := range recs {
-		recs[i] = e.rec
+		recs[i] = rec
 	}
 	commit := func(ctx context.Context) error {
 		if batch > 1 {
 			_, err := l.AppendBatch(ctx, recs)
 			return err
 		}
-		_, err := l.AppendContext(ctx, e.rec)
+		_, err := l.AppendContext(ctx, rec)
 		return err
 	}
 
@@ -179,6 +190,12 @@ func (e *env) measureRun(s spec) (res result, err error) {
 	var smp *sampler
 	samples, kept, elapsed, err := drive(e.ctx, s.committers, s.each, s.duration, commit,
 		func(t0 time.Time) { smp = startSampler(l, t0) })
+	if err == nil && s.syncAtEnd {
+		t := time.Now()
+		if err = l.Sync(); err == nil {
+			elapsed += time.Since(t)
+		}
+	}
 	after := l.Stats()
 	timeline := smp.finish()
 	var server *serverFigures
@@ -200,7 +217,7 @@ func (e *env) measureRun(s spec) (res result, err error) {
 	e.addCheck(s.name, total, counter)
 
 	res = windowResult(s, before, after, elapsed, batch)
-	res.RecordSize = e.cfg.size
+	res.RecordSize = len(rec)
 	res.Server = server
 	res.Worst = attribute(kept, len(samples), timeline)
 	res.Latency = measure.Summarize(samples) // sorts samples

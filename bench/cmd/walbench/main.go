@@ -35,7 +35,17 @@
 //	        (device bytes from /proc/diskstats ÷ payload), the issue's
 //	        targets, and the 5 slowest stalls of each log cell with what
 //	        they waited on (spare segment, roll, log buffer, fdatasync). A
-//	        default run takes several minutes
+//	        default run takes several minutes; -long-grow lets the log grow
+//	        (no checkpoints), so that every segment is a new one
+//	bandwidth not run by default: records of 4 KiB, 64 KiB and 1 MiB under
+//	        SyncEveryCommit (1 and 8 committers) and SyncNever, in MB/s,
+//	        beside raw loops on the same filesystem: a sequential write with
+//	        no sync, write+fdatasync of one record and of eight at once
+//	prepare not run by default: a segment file made ready by zero-fill,
+//	        fallocate, fallocate ZERO_RANGE, or fallocate with zeros written
+//	        ahead of the records, then write+fdatasync of 1 KiB and 16 KiB
+//	        into it: the preparation's own cost beside what each later
+//	        fdatasync pays (run it with -dir on ext4 and on XFS)
 //	servers not run by default (the real servers beside the library):
 //	        redis-server under appendfsync always, everysec and no, and
 //	        mariadbd under innodb_flush_log_at_trx_commit 1, 2 and 0 and
@@ -75,9 +85,9 @@
 //
 // Usage:
 //
-//	go run ./bench/cmd/walbench [-exp disk,levels,aof,cliff,tail,queue,long,servers] [-quick]
+//	go run ./bench/cmd/walbench [-exp disk,levels,aof,cliff,tail,queue,long,bandwidth,prepare,servers] [-quick]
 //	    [-rounds N] [-dir PARENT] [-size BYTES] [-method LIST] [-json FILE] [-plot DIR]
-//	    [-long-volume BYTES]
+//	    [-long-volume BYTES] [-long-grow]
 //
 // -json writes every round's figures and each cell's spreads; -plot writes
 // charts as SVG (fonts embedded) and PNG, each with a caption: latency by
@@ -126,7 +136,7 @@ import (
 var experiments = []string{"disk", "levels", "aof", "cliff", "tail"}
 
 // extraExperiments run only when -exp names them, after the others.
-var extraExperiments = []string{"queue", "long", "servers"}
+var extraExperiments = []string{"queue", "long", "bandwidth", "prepare", "servers"}
 
 // allExperiments is every experiment -exp accepts, in run order.
 func allExperiments() []string { return append(slices.Clone(experiments), extraExperiments...) }
@@ -166,6 +176,9 @@ type config struct {
 	// longSize bytes (1 KiB unless -size is given).
 	longVolume int64
 	longSize   int
+	// longGrow runs the long cells without the checkpointer: the log
+	// grows, and every segment is a new one.
+	longGrow bool
 }
 
 // counts sizes the experiments; quickCounts is the -quick smoke run.
@@ -215,10 +228,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	rounds := fs.Int("rounds", 3, "measure every cell this many `times`, interleaved; tables show the median and range")
 	exp := fs.String("exp", strings.Join(experiments, ","), "comma-separated `experiments` to run: "+strings.Join(experiments, ", ")+
 		"; also queue (adaptive vs plain group-commit queue at 8/16/32 committers), long (the segment lifecycle in the worst "+
-		"commits over -long-volume: innodb=1 × 16, =2, =0 against raw loops, with write amplification) and servers (redis-server and "+
-		"mariadbd beside durawal under the equivalent policies), not run by default")
+		"commits over -long-volume: innodb=1 × 16, =2, =0 against raw loops, with write amplification), bandwidth (4 KiB to "+
+		"1 MiB records in MB/s against raw sequential writes), prepare (zero-fill against fallocate: what each later "+
+		"fdatasync pays) and servers (redis-server and mariadbd beside durawal under the equivalent policies), not run by default")
 	size := fs.Int("size", 100, "record size in `bytes` (the long experiment: 1024 unless given)")
 	longVolume := fs.String("long-volume", "", "payload each long cell appends: `bytes`, or with a KiB, MiB or GiB suffix (default 768MiB, 24MiB with -quick)")
+	longGrow := fs.Bool("long-grow", false, "long: let the log grow (no checkpoints: every segment new, none recycled), as an initial load or a Raft log between snapshots does")
 	segment := fs.Int64("segment", 0, "segment size in `bytes` (default: wal.DefaultSegmentSize, 4 MiB with -quick)")
 	jsonPath := fs.String("json", "", "write every raw figure as JSON to `file`")
 	plotDir := fs.String("plot", "", "write SVG and PNG charts into `directory`")
@@ -237,7 +252,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("%w: unexpected argument %q (run walbench -h for the flags)", errUsage, fs.Arg(0))
 	}
-	c := config{parent: *dir, quick: *quick, size: *size, segment: *segment, json: *jsonPath, plot: *plotDir, rounds: *rounds, counts: defaultCounts}
+	c := config{parent: *dir, quick: *quick, size: *size, segment: *segment, json: *jsonPath, plot: *plotDir, rounds: *rounds, counts: defaultCounts,
+		longGrow: *longGrow}
 	if c.rounds < 1 || c.rounds > 100 {
 		return config{}, fmt.Errorf("%w: -rounds %d: want 1..100", errUsage, c.rounds)
 	}
@@ -372,6 +388,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		case "servers":
 			rep.Servers = planServers(e, p)
 			defer rep.Servers.close(e)
+		case "bandwidth":
+			rep.Bandwidth = planBandwidth(e, p)
+		case "prepare":
+			rep.Prepare = planPrepare(e, p)
 		}
 	}
 	if err := e.runRounds(p, e.skipUnsupported); err != nil {
@@ -397,6 +417,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			tables = longTables(rep.Long, cfg.rounds)
 		case "servers":
 			tables = serversTables(rep.Servers, cfg.rounds)
+		case "bandwidth":
+			tables = bandwidthTables(rep.Bandwidth, cfg.rounds)
+		case "prepare":
+			tables = prepareTables(rep.Prepare, cfg.rounds)
 		}
 		for _, t := range tables {
 			t.write(stdout)

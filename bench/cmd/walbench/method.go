@@ -69,10 +69,11 @@ func (e *env) planMethodRows(p *plan, what string, s func(methodRow) spec) []*ce
 	return out
 }
 
-// skipUnsupported reports, with a warning, a job whose sync method the
-// filesystem refuses: walbench leaves that cell out rather than failing.
+// skipUnsupported reports, with a warning, a job whose sync method (or,
+// in the prepare experiment, whose fallocate mode) the filesystem refuses:
+// walbench leaves that cell out rather than failing.
 func (e *env) skipUnsupported(j *job, err error) bool {
-	if !errors.Is(err, wal.ErrSyncMethodUnsupported) {
+	if !errors.Is(err, wal.ErrSyncMethodUnsupported) && !errors.Is(err, errNoAllocate) {
 		return false
 	}
 	e.warnf("%s skipped: %v", j.what, err)

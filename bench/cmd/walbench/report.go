@@ -26,6 +26,9 @@ type report struct {
 
 	// Servers is the servers experiment (Redis and MariaDB beside durawal).
 	Servers *serversResult `json:"servers,omitempty"`
+	// Bandwidth and Prepare are the experiments of those names.
+	Bandwidth *bandwidthResult `json:"bandwidth,omitempty"`
+	Prepare   *prepareResult   `json:"prepare,omitempty"`
 }
 
 // table is one Markdown table with a title and notes above it.

@@ -129,6 +129,8 @@ var figures = []metric{
 	{"p9999_us", longFigure(func(_ result, l *longFigures) float64 { return us(l.P9999) })},
 	{"over_10ms", longFigure(func(_ result, l *longFigures) float64 { return float64(l.Over10ms) })},
 	{"stalls_over_10ms", longFigure(func(_ result, l *longFigures) float64 { return float64(l.Stalls) })},
+	{"stalls_during_preparation", longFigure(func(_ result, l *longFigures) float64 { return float64(l.StallsInPrepare) })},
+	{"prepare_share_pct", longFigure(func(_ result, l *longFigures) float64 { return 100 * l.PrepareShare })},
 	{"over_100ms", longFigure(func(_ result, l *longFigures) float64 { return float64(l.Over100ms) })},
 	{"segments_recycled", longFigure(func(_ result, l *longFigures) float64 { return float64(l.Recycled) })},
 	{"seal_waits", longFigure(func(_ result, l *longFigures) float64 { return float64(l.SealWaits) })},

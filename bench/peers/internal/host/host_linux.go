@@ -1,11 +1,10 @@
-package main
+package host
 
 import "golang.org/x/sys/unix"
 
-func syncAll() { unix.Sync() }
-
-// fsName names the filesystem holding dir from its statfs magic.
-func fsName(dir string) string {
+// FSName names the filesystem holding dir from its statfs magic, warning
+// where fsync is nearly free.
+func FSName(dir string) string {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return "unknown"
@@ -24,3 +23,6 @@ func fsName(dir string) string {
 	}
 	return "other"
 }
+
+// SyncAll flushes every filesystem (sync(2)).
+func SyncAll() { unix.Sync() }
