@@ -287,7 +287,7 @@ func (l *Log) writeLink(old *segment, next LSN) error {
 		return err
 	}
 	b := make([]byte, endFrameSize) // the FS may scramble what it is given
-	encodeEndFrame(b, next, flagLink)
+	encodeEndFrame(b, old.format(), l.epoch.n, next, flagLink)
 	if _, err := f.WriteAt(b, old.offset(next)); err != nil {
 		f.Close()
 		return err

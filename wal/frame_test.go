@@ -9,10 +9,48 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// legacyFF is the frame format of segment versions below 6: no use ID, no
+// epoch. The layout tests below are of it; TestFrameUseAndEpoch covers 6.
+var legacyFF = frameFormat{version: 5}
+
 func encoded(lsn, watermark LSN, rec []byte) []byte {
 	b := make([]byte, frameSize(len(rec)))
-	encodeFrame(b, lsn, watermark, rec)
+	encodeFrame(b, legacyFF, 0, lsn, watermark, rec)
 	return b
+}
+
+func TestFrameUseAndEpoch(t *testing.T) {
+	use := frameFormat{version: segmentVersion, use: 0x1234_5678_9abc_def0}
+	other := frameFormat{version: segmentVersion, use: 0x1234_5678_9abc_def1}
+	b := make([]byte, frameSize(3))
+	encodeFrame(b, use, 7+1<<epochBits, 4096, 1000, []byte("abc"))
+	assert.Equal(t, uint32(7)<<2, binary.LittleEndian.Uint32(b[12:16]), "epoch modulo 2^30 in bits 2-31, kind 0")
+	rec, wm, _, st := decodeFrame(b, use, 4096, 100)
+	require.Equal(t, frameValid, st)
+	assert.Equal(t, []byte("abc"), rec)
+	assert.Equal(t, LSN(1000), wm)
+	_, _, _, st = decodeFrame(b, other, 4096, 100)
+	assert.Equal(t, frameBad, st, "a frame of another use of the file never validates")
+	_, _, _, st = decodeFrame(b, legacyFF, 4096, 100)
+	assert.Equal(t, frameBad, st, "nor as a frame of an older format")
+
+	e := make([]byte, endFrameSize)
+	encodeEndFrame(e, use, 9, 4096, flagLink)
+	_, _, size, st := decodeFrame(e, use, 4096, 100)
+	require.Equal(t, frameValid, st)
+	assert.Equal(t, int64(endFrameSize), size)
+	assert.Equal(t, uint32(flagLink), frameFlags(e))
+
+	rule := epochRule{n: 7, start: 4096, known: true}
+	word := func(b []byte) uint32 { return binary.LittleEndian.Uint32(b[12:16]) }
+	assert.True(t, rule.admits(use, 4096, word(b)), "the current epoch at the start")
+	assert.False(t, (epochRule{n: 8, start: 4096, known: true}).admits(use, 4096, word(b)), "an older epoch at or after the start")
+	assert.True(t, (epochRule{n: 8, start: 8192, known: true}).admits(use, 4096, word(b)), "an older epoch before the start")
+	assert.False(t, (epochRule{n: 7, start: 8192, known: true}).admits(use, 4096, word(b)), "the current epoch before its start")
+	assert.True(t, (epochRule{n: 8, start: 4096, known: true}).admits(use, 4096, word(e)), "an end or link frame exactly at the start")
+	assert.True(t, (epochRule{}).admits(use, 4096, word(b)), "no record: every frame")
+	assert.False(t, rule.admits(legacyFF, 4096, 0), "an older format's frame at the start")
+	assert.True(t, rule.admits(legacyFF, 4088, 0), "an older format's frame before the start")
 }
 
 func TestFrameSize(t *testing.T) {
@@ -39,7 +77,7 @@ func TestEncodeFrameLayout(t *testing.T) {
 
 	// encodeFrame clears stale padding in a reused buffer.
 	dirty := bytes.Repeat([]byte{0xee}, 32)
-	encodeFrame(dirty, 4096, 1000, []byte("abc"))
+	encodeFrame(dirty, legacyFF, 0, 4096, 1000, []byte("abc"))
 	assert.Equal(t, b, dirty)
 }
 
@@ -82,7 +120,7 @@ func TestDecodeFrame(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, wm, size, st := decodeFrame(tc.b, tc.lsn, max)
+			got, wm, size, st := decodeFrame(tc.b, legacyFF, tc.lsn, max)
 			require.Equal(t, tc.want, st, "status %s", st)
 			if st != frameValid {
 				assert.Nil(t, got)
@@ -99,16 +137,16 @@ func TestDecodeFrame(t *testing.T) {
 func TestDecodeFrameMaxRecordBoundary(t *testing.T) {
 	rec := bytes.Repeat([]byte{7}, 100)
 	b := encoded(0, 0, rec)
-	_, _, _, st := decodeFrame(b, 0, 100)
+	_, _, _, st := decodeFrame(b, legacyFF, 0, 100)
 	assert.Equal(t, frameValid, st, "length == maxRecord is valid")
-	_, _, _, st = decodeFrame(b, 0, 99)
+	_, _, _, st = decodeFrame(b, legacyFF, 0, 99)
 	assert.Equal(t, frameBad, st, "length > maxRecord is never believed")
 }
 
 func TestDecodeFrameDoesNotAllocate(t *testing.T) {
 	b := encoded(128, 64, bytes.Repeat([]byte("x"), 300))
 	allocs := testing.AllocsPerRun(100, func() {
-		if _, _, _, st := decodeFrame(b, 128, 1000); st != frameValid {
+		if _, _, _, st := decodeFrame(b, legacyFF, 128, 1000); st != frameValid {
 			t.Fatal("not valid")
 		}
 	})
@@ -116,7 +154,7 @@ func TestDecodeFrameDoesNotAllocate(t *testing.T) {
 }
 
 func TestFrameStatusString(t *testing.T) {
-	for _, st := range []frameStatus{frameValid, frameZero, frameShort, frameBad} {
+	for _, st := range []frameStatus{frameValid, frameZero, frameShort, frameBad, frameStale} {
 		assert.NotEmpty(t, st.String())
 	}
 }
@@ -132,7 +170,7 @@ func FuzzDecodeFrame(f *testing.F) {
 	f.Add([]byte{1, 2, 3}, uint64(0), uint16(1))
 	f.Fuzz(func(t *testing.T, b []byte, lsn uint64, maxRecord uint16) {
 		max := int(maxRecord) + 1
-		payload, wm, size, st := decodeFrame(b, LSN(lsn), max)
+		payload, wm, size, st := decodeFrame(b, legacyFF, LSN(lsn), max)
 		switch st {
 		case frameValid:
 			require.NotEmpty(t, payload)
@@ -148,19 +186,32 @@ func FuzzDecodeFrame(f *testing.F) {
 		default:
 			t.Fatalf("unknown status %d", st)
 		}
+		// The same bytes as a frame of a format-6 segment: never a panic,
+		// and valid only if they re-encode the same under that use.
+		v6 := frameFormat{version: segmentVersion, use: lsn | 1}
+		if p, wm6, _, st := decodeFrame(b, v6, LSN(lsn), max); st == frameValid && p != nil {
+			re := make([]byte, frameSize(len(p)))
+			encodeFrame(re, v6, uint64(binary.LittleEndian.Uint32(b[12:16])>>2), LSN(lsn), wm6, p)
+			require.Equal(t, b[:frameHeaderSize+len(p)], re[:frameHeaderSize+len(p)])
+		}
+		switch st {
+		case frameValid, frameZero, frameShort, frameBad:
+		default:
+			t.Fatalf("unknown status %d", st)
+		}
 
 		// Round trip: the input as a record, when it fits.
 		if len(b) == 0 || len(b) > max {
 			return
 		}
 		frame := encoded(LSN(lsn), wm, b)
-		got, gotWM, gotSize, st := decodeFrame(frame, LSN(lsn), max)
+		got, gotWM, gotSize, st := decodeFrame(frame, legacyFF, LSN(lsn), max)
 		require.Equal(t, frameValid, st)
 		require.Equal(t, b, got)
 		require.Equal(t, wm, gotWM)
 		require.Equal(t, int64(len(frame)), gotSize)
 		if lsn+8 > lsn {
-			_, _, _, st = decodeFrame(frame, LSN(lsn+8), max)
+			_, _, _, st = decodeFrame(frame, legacyFF, LSN(lsn+8), max)
 			require.NotEqual(t, frameValid, st, "a frame must not validate at another LSN")
 		}
 	})

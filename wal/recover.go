@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/durawal/durawal/wal/vfs"
 )
 
@@ -54,6 +53,12 @@ type RecoveryInfo struct {
 	TrustedSegments, VerifiedSegments int
 	// BytesRead is the number of bytes of segment files Open read.
 	BytesRead int64
+	// Epoch is the log's epoch from this Open on: every writable Open and
+	// every TruncateAfter begins a new one (recorded in the file "epoch"),
+	// and a frame written in an earlier epoch never validates at an LSN a
+	// later one has written since. From OpenReadOnly, the epoch recorded
+	// (0 for a log written before epochs were recorded).
+	Epoch uint64
 	// Duration is how long Open took to recover the log: from taking the
 	// directory lock to the log being ready for appends.
 	Duration time.Duration
@@ -107,6 +112,10 @@ func (l *Log) recover() error {
 	}
 	d, err := classifyDir(l.fs, l.dir, names, true)
 	if err != nil {
+		return err
+	}
+	// The epoch rule every frame scanned must meet (epoch.go).
+	if l.epoch, err = readEpoch(l.fs, l.dir); err != nil {
 		return err
 	}
 	firsts, hasFirst := d.Segments, d.hasFirst
@@ -181,6 +190,11 @@ func (l *Log) recover() error {
 			s.f.Close()
 			return fmt.Errorf("wal: open: %w", err)
 		}
+		if err := l.beginEpoch(0); err != nil {
+			s.f.Close()
+			return fmt.Errorf("wal: open: %w", err)
+		}
+		l.info.Epoch = l.epoch.n
 		l.writeSeg, l.appendSeg, l.segFirsts, l.segSizes = s, s, []LSN{0}, []int64{s.size}
 		return nil
 	}
@@ -219,22 +233,27 @@ func (l *Log) recover() error {
 		}
 		// The last segment is read a window at a time too, never whole:
 		// a segment may be as large as MaxSegmentSize.
-		newScanner := func() *frameScanner {
-			sc := l.scanFile(f, name, first, size)
-			if cut != noCutLSN {
-				// A cut a read-only Log does not finish: read the
-				// segment as finishTruncate would leave it.
-				sc.zeroFrom = min(size, max(segmentHeaderSize, sc.s.offset(cut)))
-			}
-			return sc
-		}
-		sc := newScanner()
+		sc := l.scanFile(f, name, first, size)
 		sizes = append(sizes, size)
 		if err := checkSegment(sc); err != nil {
 			l.info.BytesRead += sc.read
 			return err
 		}
-		version := binary.LittleEndian.Uint32(sc.bytesAt(0)[8:12])
+		version, use := sc.s.version, sc.s.use
+		newScanner := func() *frameScanner {
+			sc := l.scanFile(f, name, first, size)
+			sc.s.version, sc.s.use = version, use
+			if cut != noCutLSN {
+				// A cut a read-only Log does not finish: read the
+				// segment as finishTruncate would leave it.
+				sc.zeroFrom = min(size, max(sc.s.hdr(), sc.s.offset(cut)))
+			}
+			return sc
+		}
+		if cut != noCutLSN {
+			l.info.BytesRead += sc.read
+			sc = newScanner()
+		}
 		if i == 0 {
 			oldestVersion = version
 		}
@@ -259,7 +278,7 @@ func (l *Log) recover() error {
 			return err
 		}
 		l.info.Unvouched = int64(end-proven) + rollUnvouched
-		s := &segment{first: first, version: version, size: size, limit: size, path: path}
+		s := &segment{first: first, version: version, use: use, size: size, limit: size, path: path}
 		l.writeSeg, l.appendSeg, l.next = s, s, end
 		if l.readOnly {
 			continue
@@ -300,6 +319,18 @@ func (l *Log) recover() error {
 	if err := l.adoptPooled(pooled, trustBelow); err != nil {
 		return err
 	}
+	if !l.readOnly {
+		// A new epoch from the recovered end, before any frame is
+		// appended: whatever followed the end (a torn tail, the frames
+		// of a cut whose zeros never reached the disk) can never come
+		// back after new frames, even where the zeros written over it
+		// are lost. The recovered frames were made durable first
+		// (repairTail), so nothing before the end can change after it.
+		if err := l.beginEpoch(l.next); err != nil {
+			return fmt.Errorf("wal: open: %w", err)
+		}
+	}
+	l.info.Epoch = l.epoch.n
 	l.segFirsts, l.segSizes = firsts, sizes
 	l.info.FirstLSN, l.info.EndLSN = firsts[0], l.next
 	slices.SortStableFunc(l.info.Quarantined, func(a, b QuarantineFile) int { return cmp.Compare(a.FromLSN, b.FromLSN) })
@@ -565,7 +596,7 @@ func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error)
 		}
 	}()
 	headerGood := checkSegment(ssc) == nil
-	if headerGood && !earlyUse(binary.LittleEndian.Uint32(ssc.bytesAt(0)[8:12])) {
+	if headerGood && !earlyUse(ssc.s.version) {
 		return firsts, 0, nil
 	}
 	if !headerGood {
@@ -573,6 +604,10 @@ func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error)
 			!headerUnwritten(ssc.bytesAt(0)[:segmentHeaderSize], sFirst) {
 			return firsts, 0, nil // damage: the checks that follow report it
 		}
+		// Its frames, if any, were written by this build (a roll of an
+		// older one leaves no epoch record behind) under a use ID whose
+		// header is lost: none validates, and the scans below find none.
+		ssc.s.version, ssc.s.use = segmentVersion, 0
 	}
 	pf, psc, err := open(pPath, pName, pFirst)
 	if err != nil {
@@ -585,7 +620,7 @@ func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error)
 	if checkSegment(psc) != nil {
 		return firsts, 0, nil
 	}
-	pVersion := binary.LittleEndian.Uint32(psc.bytesAt(0)[8:12])
+	pVersion := psc.s.version
 	// A version-1 segment gets a link too when it fits (writeLink).
 	if linked, err := psc.linkAt(sFirst); err != nil || linked {
 		return firsts, 0, err
@@ -609,7 +644,7 @@ func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error)
 			// Written again, not only synced: after a failed sync the
 			// page cache may hold it as clean while the disk does not
 			// (fsyncgate), and a sync would then write nothing.
-			hdr := make([]byte, segmentHeaderSize)
+			hdr := make([]byte, ssc.s.hdr())
 			if err := ssc.readAt(hdr, 0); err != nil {
 				return firsts, 0, err
 			}
@@ -620,7 +655,7 @@ func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error)
 				return firsts, 0, fmt.Errorf("wal: open: %w", err)
 			}
 			if from < sFirst {
-				p := &segment{first: pFirst, version: pVersion, size: psc.s.size, path: pPath}
+				p := &segment{first: pFirst, version: pVersion, use: psc.s.use, size: psc.s.size, path: pPath}
 				if err := l.rewrite(p, psc, from, sFirst); err != nil {
 					return firsts, 0, fmt.Errorf("wal: open: rewriting the unvouched frames of %s: %w", pName, err)
 				}
@@ -628,7 +663,7 @@ func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error)
 		}
 		return firsts, int64(sFirst - min(from, sFirst)), nil
 	}
-	at, wm, _, _, err := scanTail(ssc, segmentHeaderSize, x, x+1)
+	at, wm, _, _, err := scanTail(ssc, ssc.s.hdr(), x, x+1)
 	if err != nil {
 		return firsts, 0, err
 	}
@@ -648,7 +683,7 @@ func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error)
 	l.opts.Logger.Warn("wal: the last roll did not finish before the crash: removing its new segment",
 		"segment", sName, "end_lsn", x, "frames_bytes", int64(sEnd-sFirst))
 	if sEnd > sFirst {
-		if err := l.quarantine(sFirst, ssc, segmentHeaderSize, int64(sEnd-sFirst)); err != nil {
+		if err := l.quarantine(sFirst, ssc, ssc.s.hdr(), int64(sEnd-sFirst)); err != nil {
 			return firsts, 0, fmt.Errorf("wal: open: quarantining the frames of %s: %w", sName, err)
 		}
 	}
@@ -673,10 +708,8 @@ func headerUnwritten(b []byte, first LSN) bool {
 	if bytes.Equal(b, make([]byte, len(b))) {
 		return true
 	}
-	if [8]byte(b[:8]) != segmentMagic || binary.LittleEndian.Uint64(b[24:32]) != xxhash.Sum64(b[:24]) {
-		return false
-	}
-	return LSN(binary.LittleEndian.Uint64(b[16:24])) < first
+	h, why, _ := decodeSegmentHeader(b)
+	return why == "" && h.first < first
 }
 
 // rewriteHeader writes hdr, the header read from the segment file at path,
@@ -737,7 +770,7 @@ func (l *Log) checkSealedSegment(path, name string, first, next LSN) (size int64
 	if err := checkSegment(sc); err != nil {
 		return 0, 0, err
 	}
-	version = binary.LittleEndian.Uint32(sc.bytesAt(0)[8:12])
+	version = sc.s.version
 	linked := false
 	if version >= 2 {
 		if linked, err = sc.linkAt(next); err != nil {
@@ -760,7 +793,7 @@ func (l *Log) checkSealedSegment(path, name string, first, next LSN) (size int64
 	if version < 2 || linked || l.readOnly || sc.s.offset(next)+endFrameSize > size {
 		return size, version, nil
 	}
-	if err := l.writeLink(&segment{first: first, version: version, size: size, path: path}, next); err != nil {
+	if err := l.writeLink(&segment{first: first, version: version, use: sc.s.use, size: size, path: path}, next); err != nil {
 		return 0, 0, fmt.Errorf("wal: open: writing the missing link of %s: %w", name, err)
 	}
 	return size, version, nil
@@ -960,7 +993,7 @@ func scanTail(sc *frameScanner, xoff int64, x, lo LSN) (at, wm LSN, end, last in
 			}
 			covered = max(covered, cbase+int64(len(chunk)))
 		}
-		pos := sc.s.first + LSN(off-segmentHeaderSize)
+		pos := sc.s.first + LSN(off-sc.s.hdr())
 		h := chunk[off-cbase:]
 		if w := LSN(binary.LittleEndian.Uint64(h[16:24])); w < lo || w > pos {
 			continue
@@ -1173,6 +1206,8 @@ func (st frameStatus) String() string {
 		return "zeroed frame header"
 	case frameShort:
 		return "truncated frame"
+	case frameStale:
+		return "frame of an earlier epoch"
 	}
 	return "invalid frame (bad length, flags or checksum)"
 }

@@ -23,9 +23,10 @@ type frameScanner struct {
 	s        segment  // first and size
 	win      []byte   // bytes of the file from woff
 	woff     int64
-	read     int64 // bytes read from f
-	zeroFrom int64 // the file's bytes from this offset read as zeros (a cut not finished); size if none
-	window   int64 // scanWindow, or less in tests
+	read     int64     // bytes read from f
+	zeroFrom int64     // the file's bytes from this offset read as zeros (a cut not finished); size if none
+	window   int64     // scanWindow, or less in tests
+	rule     epochRule // the epoch rule valid frames must also meet (frameStale)
 }
 
 // scanFile returns a scanner of the segment file f (of size bytes, whose
@@ -40,6 +41,7 @@ func (l *Log) scanFile(f vfs.File, name string, first LSN, size int64) *frameSca
 	if w := l.opts.scanWindow; w > 0 {
 		sc.window = max(w, 2*frameHeaderSize)
 	}
+	sc.rule = l.epoch
 	return sc
 }
 
@@ -161,12 +163,13 @@ func (sc *frameScanner) frame(lsn LSN, ahead bool) (rec []byte, wm LSN, size int
 	if off >= sc.s.size {
 		return nil, 0, 0, 0, frameShort, nil
 	}
-	maxRec := int(maxRecordFor(sc.s.size))
+	maxRec := int(sc.s.size - sc.s.hdr() - frameHeaderSize)
 	if err := sc.load(off, frameHeaderSize, ahead); err != nil {
 		return nil, 0, 0, 0, frameShort, err
 	}
 	b := sc.bytesAt(off)
-	rec, wm, size, st = decodeFrame(b, lsn, maxRec)
+	ff := sc.s.format()
+	rec, wm, size, st = decodeFrame(b, ff, lsn, maxRec)
 	if st == frameShort && len(b) >= frameHeaderSize {
 		// The frame runs past the window: read all of it, if the file holds it.
 		if n := binary.LittleEndian.Uint32(b[8:12]); int64(n) <= int64(maxRec) {
@@ -174,11 +177,14 @@ func (sc *frameScanner) frame(lsn LSN, ahead bool) (rec []byte, wm LSN, size int
 				return nil, 0, 0, 0, frameShort, err
 			}
 			b = sc.bytesAt(off)
-			rec, wm, size, st = decodeFrame(b, lsn, maxRec)
+			rec, wm, size, st = decodeFrame(b, ff, lsn, maxRec)
 		}
 	}
 	if st == frameValid && off+size > sc.s.size {
 		st = frameShort // its padding is cut off (a file truncated to an odd size)
+	}
+	if st == frameValid && !sc.rule.admits(ff, lsn, binary.LittleEndian.Uint32(b[12:16])) {
+		st = frameStale
 	}
 	if st == frameValid {
 		flags = frameFlags(b)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -17,41 +18,63 @@ import (
 	"github.com/durawal/durawal/wal/vfs"
 )
 
-// Segment header layout (little endian), normative, documented in doc.go:
+// Segment header layout (little endian), normative, documented in doc.go.
+// Versions 1 to 5 (written by older builds, still read) have a 32-byte
+// header:
 //
 //	[0:8)   magic      "durawal\x00"
-//	[8:12)  version    4, or 5 for a recycled segment (1 to 3: written by older builds; still read)
+//	[8:12)  version    1 to 5
 //	[12:16) size/8     the file's size in bytes when created, divided by 8
 //	[16:24) first LSN  the LSN of the segment's first frame (also its name)
 //	[24:32) checksum   xxhash64 of bytes [0:24)
 //
-// Version 3 is version 2 in a recycled file: the bytes after its frames are
-// not zeros but what an earlier use of the file left, frames of LSNs below
-// the log's start that no checksum seeded with a current LSN accepts.
-// Recovery treats them as stale, not torn (recoverTail).
+// Versions 6 and 7, written by this build, have a 64-byte header:
 //
-// Versions 4 and 5 are versions 2 and 3 written by a roll that seals the
-// segment it finished in the background: frames may have been written to a
-// version 4 or 5 segment before its predecessor was synced, so a crash can
-// leave the predecessor's tail torn and its link missing while this segment
-// holds frames. Recovery then ends the log in the predecessor unless a frame
-// vouches for what was lost (recoverRoll). Builds that read only versions
-// up to 3 refuse such a log (ErrUnsupportedVersion) rather than report that
-// state as damage.
+//	[0:24)  as above (version 6, or 7 for a recycled file)
+//	[24:32) use ID     a random non-zero number drawn for this use of the file
+//	[32:56) zero       reserved
+//	[56:64) checksum   xxhash64 of bytes [0:56)
+//
+// The use ID enters the checksum of every frame written into the file
+// (frameFormat), so a frame an earlier use of the same bytes left, in a
+// recycled file or in a file whose reuse a crash undid, never validates in
+// this use, whatever LSN it carries.
+//
+// Version 3 is version 2 in a recycled file: the bytes after its frames are
+// not zeros but what an earlier use of the file left. Recovery treats them
+// as stale, not torn (recoverTail). Versions 5 and 7 are the same for 4 and
+// 6.
+//
+// Versions 4 to 7 are written by a roll that seals the segment it finished
+// in the background: frames may have been written to such a segment before
+// its predecessor was synced, so a crash can leave the predecessor's tail
+// torn and its link missing while this segment holds frames. Recovery then
+// ends the log in the predecessor unless a frame vouches for what was lost
+// (recoverRoll).
 const (
-	segmentHeaderSize = 32
-	segmentVersion    = 4 // written by this build for a new segment (allocated or zero-filled)
-	recycledVersion   = 5 // written by this build for a recycled segment
-	minSegmentVersion = 1 // the oldest this build reads
+	legacyHeaderSize  = 32 // header of format versions 1 to 5
+	segmentHeaderSize = 64 // header of format versions 6 and 7
+	segmentVersion    = 6  // written by this build for a new segment (allocated or zero-filled)
+	recycledVersion   = 7  // written by this build for a recycled segment
+	minSegmentVersion = 1  // the oldest this build reads
 	maxSegmentVersion = recycledVersion
 	segmentSuffix     = ".wal"
 	tmpSuffix         = ".wal.tmp"
 	lockName          = "LOCK"
 )
 
+// headerSize returns the size in bytes of the header of a segment of
+// format version v: where its first frame starts.
+func headerSize(v uint32) int64 {
+	if v >= 6 {
+		return segmentHeaderSize
+	}
+	return legacyHeaderSize
+}
+
 // staleTail reports whether a segment of format version v is a recycled
 // file, whose bytes after the frames may be stale frames rather than zeros.
-func staleTail(v uint32) bool { return v == 3 || v == 5 }
+func staleTail(v uint32) bool { return v == 3 || v == 5 || v == 7 }
 
 // earlyUse reports whether a segment of format version v may have received
 // frames before its predecessor was synced (a roll sealing in the
@@ -77,14 +100,64 @@ func parseSegmentName(name string) (LSN, bool) {
 	return LSN(n), true
 }
 
-func encodeSegmentHeader(first LSN, size int64, version uint32) []byte {
-	b := make([]byte, segmentHeaderSize)
+// encodeSegmentHeader returns the header of a segment of format version
+// version whose first frame is at first, created with size bytes, for the
+// use use (ignored below version 6).
+func encodeSegmentHeader(first LSN, size int64, version uint32, use uint64) []byte {
+	b := make([]byte, headerSize(version))
 	copy(b, segmentMagic[:])
 	binary.LittleEndian.PutUint32(b[8:12], version)
 	binary.LittleEndian.PutUint32(b[12:16], uint32(size/frameAlign))
 	binary.LittleEndian.PutUint64(b[16:24], uint64(first))
-	binary.LittleEndian.PutUint64(b[24:32], xxhash.Sum64(b[:24]))
+	if version < 6 {
+		binary.LittleEndian.PutUint64(b[24:32], xxhash.Sum64(b[:24]))
+		return b
+	}
+	binary.LittleEndian.PutUint64(b[24:32], use)
+	binary.LittleEndian.PutUint64(b[56:64], xxhash.Sum64(b[:56]))
 	return b
+}
+
+// segHeader is a decoded segment header.
+type segHeader struct {
+	version uint32
+	created int64 // the file's size when created; 0 if not recorded
+	first   LSN
+	use     uint64 // 0 below version 6
+}
+
+// decodeSegmentHeader decodes the header at the start of b. why says what
+// is wrong if it is not a valid header of a version this build reads
+// (unsupported is then true for a valid header of another version).
+func decodeSegmentHeader(b []byte) (h segHeader, why string, unsupported bool) {
+	if len(b) < legacyHeaderSize {
+		return h, fmt.Sprintf("segment file is %d bytes, too short to hold a segment header (%d bytes)", len(b), legacyHeaderSize), false
+	}
+	if [8]byte(b[:8]) != segmentMagic {
+		return h, "bad segment magic (not a durawal segment)", false
+	}
+	h.version = binary.LittleEndian.Uint32(b[8:12])
+	h.created = int64(binary.LittleEndian.Uint32(b[12:16])) * frameAlign
+	h.first = LSN(binary.LittleEndian.Uint64(b[16:24]))
+	if h.version < minSegmentVersion || h.version > maxSegmentVersion {
+		return h, fmt.Sprintf("segment format version %d; this build reads versions %d to %d", h.version, minSegmentVersion, maxSegmentVersion), true
+	}
+	switch {
+	case h.version < 6:
+		if binary.LittleEndian.Uint64(b[24:32]) != xxhash.Sum64(b[:24]) {
+			return h, "segment header checksum mismatch", false
+		}
+	case int64(len(b)) < segmentHeaderSize:
+		return h, fmt.Sprintf("segment file is %d bytes, too short to hold a version %d segment header (%d bytes)", len(b), h.version, segmentHeaderSize), false
+	case binary.LittleEndian.Uint64(b[56:64]) != xxhash.Sum64(b[:56]):
+		return h, "segment header checksum mismatch", false
+	default:
+		h.use = binary.LittleEndian.Uint64(b[24:32])
+		if h.use == 0 {
+			return h, "segment header has no use ID", false
+		}
+	}
+	return h, "", false
 }
 
 // checkSegment checks the header and size of the segment sc scans, and
@@ -103,7 +176,9 @@ func checkSegment(sc *frameScanner) error {
 	if err := checkHeader(hdr, sc.name, sc.s.first); err != nil {
 		return err
 	}
-	created := int64(binary.LittleEndian.Uint32(hdr[12:16])) * frameAlign
+	h, _, _ := decodeSegmentHeader(hdr)
+	sc.s.version, sc.s.use = h.version, h.use
+	created := h.created
 	if created == 0 || created == sc.s.size { // 0: written before sizes were recorded
 		return nil
 	}
@@ -121,21 +196,14 @@ func checkSegment(sc *frameScanner) error {
 // checkHeader checks the segment header at the start of b, not the file's
 // size (b may hold only the header).
 func checkHeader(b []byte, name string, first LSN) error {
-	bad := func(off int64, format string, args ...any) error {
-		return &CorruptionError{Segment: name, Offset: off, Reason: fmt.Sprintf(format, args...)}
-	}
+	h, why, unsupported := decodeSegmentHeader(b)
 	switch {
-	case len(b) < segmentHeaderSize:
-		return bad(0, "segment file is %d bytes, too short to hold a segment header (%d bytes)", len(b), segmentHeaderSize)
-	case [8]byte(b[:8]) != segmentMagic:
-		return bad(0, "bad segment magic (not a durawal segment)")
-	case binary.LittleEndian.Uint64(b[24:32]) != xxhash.Sum64(b[:24]):
-		return bad(0, "segment header checksum mismatch")
-	case binary.LittleEndian.Uint32(b[8:12]) < minSegmentVersion || binary.LittleEndian.Uint32(b[8:12]) > maxSegmentVersion:
-		return fmt.Errorf("%w: %s has segment format version %d; this build reads versions %d to %d",
-			ErrUnsupportedVersion, name, binary.LittleEndian.Uint32(b[8:12]), minSegmentVersion, maxSegmentVersion)
-	case LSN(binary.LittleEndian.Uint64(b[16:24])) != first:
-		return bad(16, "header first LSN %d does not match the name", binary.LittleEndian.Uint64(b[16:24]))
+	case unsupported:
+		return fmt.Errorf("%w: %s has %s", ErrUnsupportedVersion, name, why)
+	case why != "":
+		return &CorruptionError{Segment: name, Offset: 0, Reason: why}
+	case h.first != first:
+		return &CorruptionError{Segment: name, Offset: 16, Reason: fmt.Sprintf("header first LSN %d does not match the name", h.first)}
 	}
 	return nil
 }
@@ -193,6 +261,7 @@ func (l *Log) checkSegmentHeaders(firsts []LSN) error {
 type segment struct {
 	first   LSN
 	version uint32 // segment format version from its header
+	use     uint64 // use ID from its header (version 6 on): enters every frame's checksum
 	size    int64  // file size in bytes
 	limit   int64  // end of the bytes new frames may use: size, aligned down under O_DIRECT
 	handed  int64  // frames before this offset were handed to the device (WritebackAfter)
@@ -202,7 +271,13 @@ type segment struct {
 }
 
 // capacity returns how many frame bytes fit the segment.
-func (s *segment) capacity() int64 { return s.size - segmentHeaderSize }
+func (s *segment) capacity() int64 { return s.size - s.hdr() }
+
+// hdr returns the size in bytes of s's header: where its first frame starts.
+func (s *segment) hdr() int64 { return headerSize(s.version) }
+
+// format returns how s's frames are encoded.
+func (s *segment) format() frameFormat { return frameFormat{version: s.version, use: s.use} }
 
 // room returns how many frame bytes new appends may fill: the capacity,
 // less an unaligned end that direct I/O cannot write (a segment created
@@ -213,7 +288,7 @@ func (s *segment) capacity() int64 { return s.size - segmentHeaderSize }
 func (s *segment) room() int64 {
 	r := s.capacity()
 	if s.limit > 0 {
-		r = s.limit - segmentHeaderSize
+		r = s.limit - s.hdr()
 	}
 	if s.version >= 2 {
 		r -= endFrameSize
@@ -222,7 +297,7 @@ func (s *segment) room() int64 {
 }
 
 // offset returns the file offset of lsn within s.
-func (s *segment) offset(lsn LSN) int64 { return segmentHeaderSize + int64(lsn-s.first) }
+func (s *segment) offset(lsn LSN) int64 { return s.hdr() + int64(lsn-s.first) }
 
 // prepareSegment returns a temporary segment file of SegmentSize bytes in
 // dir that reads as zeros, or a recycled one: appends into it later need no
@@ -283,7 +358,7 @@ func (l *Log) prepareSegment(allocate, sync bool) (*segment, error) {
 		}
 		l.stats.seg.prepared.Add(1)
 		l.stats.seg.prepareTime.Add(int64(time.Since(start)))
-		s := &segment{version: segmentVersion, size: l.opts.SegmentSize, limit: l.opts.SegmentSize, handed: segmentHeaderSize, path: path, f: f}
+		s := &segment{version: segmentVersion, use: newUseID(), size: l.opts.SegmentSize, limit: l.opts.SegmentSize, handed: segmentHeaderSize, path: path, f: f}
 		if !zeroed {
 			s.zeroTo = segmentHeaderSize
 		}
@@ -407,7 +482,7 @@ func (l *Log) installSegment(s *segment) error {
 // zeros already there), which becomes the partial block the first frames
 // rewrite.
 func (l *Log) writeHeader(s *segment) error {
-	hdr := encodeSegmentHeader(s.first, s.size, s.version)
+	hdr := encodeSegmentHeader(s.first, s.size, s.version, s.use)
 	if l.method.Direct() {
 		blk := alignedBuf(l.dio.align, l.dio.align)
 		copy(blk, hdr)
@@ -545,7 +620,7 @@ func (l *Log) reuseSegment() *segment {
 		l.stats.seg.prepared.Add(1)
 		l.stats.seg.recycled.Add(1)
 		l.stats.seg.prepareTime.Add(int64(time.Since(start)))
-		return &segment{version: recycledVersion, size: l.opts.SegmentSize, limit: l.opts.SegmentSize,
+		return &segment{version: recycledVersion, use: newUseID(), size: l.opts.SegmentSize, limit: l.opts.SegmentSize,
 			handed: segmentHeaderSize, path: path, f: f}
 	}
 }
@@ -589,12 +664,25 @@ func writeZeros(f vfs.File, off, stop int64) error {
 
 // headerFirst reads the segment header at the start of f and returns the
 // first LSN it names, if it is a durawal header whose checksum holds (of
-// any format version).
+// any format version this build reads).
 func headerFirst(f vfs.File) (LSN, bool) {
+	h, ok := readHeader(f)
+	return h.first, ok
+}
+
+// readHeader reads and decodes the segment header at the start of f.
+func readHeader(f vfs.File) (segHeader, bool) {
 	var hdr [segmentHeaderSize]byte
-	if n, _ := f.ReadAt(hdr[:], 0); n < len(hdr) || [8]byte(hdr[:8]) != segmentMagic ||
-		binary.LittleEndian.Uint64(hdr[24:32]) != xxhash.Sum64(hdr[:24]) {
-		return 0, false
+	n, _ := f.ReadAt(hdr[:], 0)
+	h, why, _ := decodeSegmentHeader(hdr[:max(n, 0)])
+	return h, why == ""
+}
+
+// newUseID returns a random non-zero use ID for a segment file's new use.
+func newUseID() uint64 {
+	for {
+		if u := rand.Uint64(); u != 0 {
+			return u
+		}
 	}
-	return LSN(binary.LittleEndian.Uint64(hdr[16:24])), true
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"path/filepath"
@@ -140,16 +141,24 @@ func (l *Log) cutLocked(lsn LSN) error {
 	if err := l.writeLSNFile(truncateName, lsn); err != nil {
 		return fmt.Errorf("recording the cut: %w", err)
 	}
-	path := filepath.Join(l.dir, segmentName(keep))
-	hdr := make([]byte, segmentHeaderSize)
-	rf, err := l.readHandle(keep)
-	if err == nil {
-		err = readFull(rf, hdr, 0, keep)
+	// The new epoch, from the cut on, before anything is zeroed: from here
+	// on no frame of the dropped ones validates at its LSN, whether or not
+	// the zeros below reach the disk (a failed sync may leave them only in
+	// the page cache, marked clean).
+	if err := l.beginEpoch(lsn); err != nil {
+		return err
 	}
+	path := filepath.Join(l.dir, segmentName(keep))
+	h, err := l.readHandle(keep)
 	if err != nil {
 		return err
 	}
-	s := &segment{first: keep, version: binary.LittleEndian.Uint32(hdr[8:12]),
+	rf := h.f
+	hdr := make([]byte, headerSize(h.ff.version))
+	if err := readFull(rf, hdr, 0, keep); err != nil {
+		return err
+	}
+	s := &segment{first: keep, version: h.ff.version, use: h.ff.use,
 		size: int64(binary.LittleEndian.Uint32(hdr[12:16])) * frameAlign, path: path}
 	if s.size == 0 { // a header written before sizes were recorded
 		if s.size, err = rf.Size(); err != nil {
@@ -252,6 +261,13 @@ func (l *Log) zeroRange(s *segment, lsn LSN, stop int64) error {
 // under a temporary name, synced, renamed over the old file and the
 // directory synced.
 func (l *Log) writeLSNFile(name string, lsn LSN) error {
+	return l.writeRecordFile(name, encodeLSNRecord(lsn))
+}
+
+// writeRecordFile makes the small record file name (first-lsn,
+// truncate-lsn, epoch) hold rec: written under a temporary name, synced,
+// renamed over the old file and the directory synced.
+func (l *Log) writeRecordFile(name string, rec []byte) error {
 	tmp := filepath.Join(l.dir, name+tmpSuffix)
 	// A leftover of a failed earlier call (Open removed any from a crash).
 	if err := l.fs.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -261,7 +277,7 @@ func (l *Log) writeLSNFile(name string, lsn LSN) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.WriteAt(encodeLSNRecord(lsn), 0); err != nil {
+	if _, err := f.WriteAt(rec, 0); err != nil {
 		f.Close()
 		return err
 	}
@@ -307,6 +323,10 @@ func readLSNRecord(fsys vfs.FS, dir, name string) (lsn LSN, ok bool, err error) 
 	b := make([]byte, 16)
 	n, rerr := f.ReadAt(b, 0)
 	f.Close()
+	if n < len(b) && rerr != nil && !errors.Is(rerr, io.EOF) {
+		// The filesystem's error, not damage: the record may be intact.
+		return 0, false, fmt.Errorf("wal: open: reading %s: %w", name, rerr)
+	}
 	if n < len(b) || xxhash.Sum64(b[0:8]) != binary.LittleEndian.Uint64(b[8:16]) {
 		return 0, false, &CorruptionError{Segment: name, Offset: int64(n),
 			Reason: fmt.Sprintf("the LSN recorded in %s is damaged (%d bytes read, %v)", name, n, rerr)}
