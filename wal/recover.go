@@ -455,6 +455,15 @@ func (l *Log) checkFirst(firsts []LSN) (kept []LSN, recorded bool, err error) {
 	if !ok {
 		return firsts, false, nil
 	}
+	if first > firsts[0] && !slices.Contains(firsts, first) {
+		// RemoveBefore records the first LSN of the oldest segment it
+		// keeps, and only then removes the older ones: a record naming
+		// no segment (a restored or copied file) contradicts the
+		// segments, and none is removed on its word.
+		return nil, true, &CorruptionError{Segment: firstLSNName, Offset: 0,
+			Reason: fmt.Sprintf("%s records the log's start at LSN %d, which is not the first LSN of any segment present (%s to %s)",
+				firstLSNName, first, segmentName(firsts[0]), segmentName(firsts[len(firsts)-1]))}
+	}
 	if len(firsts) > 1 && firsts[0] < first && firsts[1] <= first && !l.readOnly {
 		// The record is updated in place: after a process crash what was
 		// read may be only in the page cache, and after a failed sync

@@ -23,7 +23,7 @@ import (
 
 // On-disk sizes the tests compute expectations from (the package doc).
 const (
-	segHeader   = 32
+	segHeader   = 64
 	frameHeader = 24
 	// endFrame is what a version-2 segment keeps free at its end for the
 	// end or link frame: records fill at most SegmentSize-segHeader-endFrame.

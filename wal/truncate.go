@@ -408,6 +408,10 @@ func (l *Log) zeroAfterCutIn(f vfs.File, first, cut LSN) error {
 		return err
 	}
 	sc := l.scanFile(f, segmentName(first), first, size)
+	if err := checkSegment(sc); err != nil { // its format: where frames start
+		l.info.BytesRead += sc.read
+		return err
+	}
 	off := sc.s.offset(cut)
 	last, err := sc.lastNonZero(off)
 	l.info.BytesRead += sc.read
