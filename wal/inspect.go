@@ -303,7 +303,7 @@ func InspectSegment(fsys vfs.FS, path string, fn func(FrameInfo) error) (Segment
 			st = frameShort // its padding is cut off
 		}
 		if st != frameValid {
-			fi.Problem = frameProblem(b, lsn, maxRec, st)
+			fi.Problem = frameProblem(b, s.format(), lsn, maxRec, st)
 			return fi, false
 		}
 		fi.Size, fi.Payload, fi.Kind = size, rec, FrameRecord
@@ -365,12 +365,15 @@ func InspectSegment(fsys vfs.FS, path string, fn func(FrameInfo) error) (Segment
 
 // frameProblem says why the bytes b hold no valid frame at lsn (st, as
 // decodeFrame classified them), for InspectSegment.
-func frameProblem(b []byte, lsn LSN, maxRecord int, st frameStatus) string {
+func frameProblem(b []byte, ff frameFormat, lsn LSN, maxRecord int, st frameStatus) string {
 	if st != frameBad || len(b) < frameHeaderSize {
 		return st.String()
 	}
 	n := binary.LittleEndian.Uint32(b[8:12])
 	flags := binary.LittleEndian.Uint32(b[12:16])
+	if ff.version >= 6 {
+		flags = frameFlags(b) // the other bits hold the epoch
+	}
 	wm := LSN(binary.LittleEndian.Uint64(b[16:24]))
 	switch {
 	case n == 0 && flags != flagEnd && flags != flagLink:

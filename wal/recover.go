@@ -691,8 +691,18 @@ func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error)
 	}
 	l.opts.Logger.Warn("wal: the last roll did not finish before the crash: removing its new segment",
 		"segment", sName, "end_lsn", x, "frames_bytes", int64(sEnd-sFirst))
-	if sEnd > sFirst {
-		if err := l.quarantine(sFirst, ssc, ssc.s.hdr(), int64(sEnd-sFirst)); err != nil {
+	tornBytes := int64(sEnd - sFirst)
+	if !headerGood {
+		// Its frames cannot be told from other bytes without the use ID
+		// the lost header held: keep everything written after it.
+		last, err := ssc.lastNonZero(ssc.s.hdr())
+		if err != nil {
+			return firsts, 0, err
+		}
+		tornBytes = last + 1 - ssc.s.hdr()
+	}
+	if tornBytes > 0 {
+		if err := l.quarantine(sFirst, ssc, ssc.s.hdr(), tornBytes); err != nil {
 			return firsts, 0, fmt.Errorf("wal: open: quarantining the frames of %s: %w", sName, err)
 		}
 	}

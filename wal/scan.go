@@ -159,6 +159,9 @@ func (sc *frameScanner) bytesAt(off int64) []byte {
 // aliases the window: valid until the next call. With ahead it reads a
 // window's worth of the frames that follow too.
 func (sc *frameScanner) frame(lsn LSN, ahead bool) (rec []byte, wm LSN, size int64, flags uint32, st frameStatus, err error) {
+	if sc.s.version == 0 {
+		sc.detectFormat()
+	}
 	off := sc.s.offset(lsn)
 	if off >= sc.s.size {
 		return nil, 0, 0, 0, frameShort, nil
@@ -190,6 +193,19 @@ func (sc *frameScanner) frame(lsn LSN, ahead bool) (rec []byte, wm LSN, size int
 		flags = frameFlags(b)
 	}
 	return rec, wm, size, flags, st, nil
+}
+
+// detectFormat reads the segment's header for the format of its frames,
+// if checkSegment has not: a header that does not decode leaves the oldest
+// format, whose frames the checksums then judge.
+func (sc *frameScanner) detectFormat() {
+	sc.s.version = minSegmentVersion
+	if sc.load(0, segmentHeaderSize, false) != nil {
+		return
+	}
+	if h, why, _ := decodeSegmentHeader(sc.bytesAt(0)); why == "" {
+		sc.s.version, sc.s.use = h.version, h.use
+	}
 }
 
 // validEnd returns the file offset where the segment's valid frames end.

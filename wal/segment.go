@@ -229,8 +229,11 @@ func (l *Log) checkSegmentHeaders(firsts []LSN) error {
 			l.info.BytesRead += int64(max(n, 0))
 			if n == len(hdr) {
 				err = nil // io.EOF at the end of a short file
-			} else if err == nil {
-				err = io.ErrUnexpectedEOF
+			} else {
+				if err == nil || err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
+				err = fmt.Errorf("read %d of %d bytes: %w", n, len(hdr), err)
 			}
 		}
 		f.Close()
