@@ -102,7 +102,7 @@ func InspectDir(fsys vfs.FS, dir string) (DirInfo, error) {
 		*r.rec = LSNRecord{Present: ok || err != nil, LSN: lsn, Err: err}
 	}
 	e, err := readEpoch(fsys, dir)
-	d.Epoch = EpochRecord{Present: e.known || err != nil, Epoch: e.n, Start: e.start, Err: err}
+	d.Epoch = EpochRecord{Present: e.Known || err != nil, Epoch: e.N, Start: LSN(e.Start), Err: err}
 	return d, nil
 }
 
@@ -288,7 +288,7 @@ func InspectSegment(fsys vfs.FS, path string, fn func(FrameInfo) error) (Segment
 	info.CreatedSize = int64(binary.LittleEndian.Uint32(buf[12:16])) * frameAlign
 
 	h, _, _ := decodeSegmentHeader(buf)
-	s := segment{first: first, size: int64(len(buf)), version: info.Version, use: h.use}
+	s := segment{first: first, size: int64(len(buf)), version: info.Version, use: h.Use}
 	maxRec := int(int64(len(buf)) - s.hdr() - frameHeaderSize)
 	frame := func(lsn LSN, stray bool) (FrameInfo, bool) {
 		off := s.offset(lsn)
@@ -371,7 +371,7 @@ func frameProblem(b []byte, ff frameFormat, lsn LSN, maxRecord int, st frameStat
 	}
 	n := binary.LittleEndian.Uint32(b[8:12])
 	flags := binary.LittleEndian.Uint32(b[12:16])
-	if ff.version >= 6 {
+	if ff.Version >= 6 {
 		flags = frameFlags(b) // the other bits hold the epoch
 	}
 	wm := LSN(binary.LittleEndian.Uint64(b[16:24]))

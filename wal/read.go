@@ -96,7 +96,7 @@ func (l *Log) readBuffered(lsn LSN, dst []byte) (rec []byte, done bool, err erro
 		return nil, false, nil
 	}
 	if b := l.active; lsn >= b.start {
-		p, ok := bufferedRecord(b.buf[lsn-b.start:])
+		p, ok := b.record(lsn, l.opts.MaxRecordSize)
 		if !ok {
 			l.mu.Unlock()
 			return nil, true, fmt.Errorf("%w: LSN %d is not the LSN of a record in the log buffer", ErrNotFound, lsn)
@@ -135,7 +135,7 @@ func (l *Log) readFile(lsn LSN, dst []byte) ([]byte, error) {
 		return nil, err
 	}
 	f := h.f
-	off := headerSize(h.ff.version) + int64(lsn-first)
+	off := headerSize(h.ff.Version) + int64(lsn-first)
 	// The header is read into dst's storage (a local array would escape
 	// through the File interface and cost an allocation per read).
 	dst = slices.Grow(dst[:0], frameHeaderSize)[:frameHeaderSize]
@@ -160,7 +160,7 @@ func (l *Log) readFile(lsn LSN, dst []byte) ([]byte, error) {
 		return nil, err
 	}
 	var d xxhash.Digest
-	d.ResetWithSeed(h.ff.seed(lsn))
+	d.ResetWithSeed(h.ff.Seed(uint64(lsn)))
 	d.Write(hdr[8:])
 	d.Write(dst)
 	if d.Sum64() != binary.LittleEndian.Uint64(hdr[0:8]) {
@@ -222,7 +222,7 @@ func (l *Log) openSegmentForRead(first LSN) (*readHandle, error) {
 		return nil, err
 	}
 	h, _, _ := decodeSegmentHeader(hdr[:n])
-	return &readHandle{f: f, ff: frameFormat{version: h.version, use: h.use}}, nil
+	return &readHandle{f: f, ff: frameFormat{Version: h.Version, Use: h.Use}}, nil
 }
 
 // readHandle returns the read-only handle of the segment starting at first,
@@ -260,16 +260,18 @@ func (l *Log) closeReadHandles(keepFrom, keepTo LSN) {
 	}
 }
 
-// bufferedRecord returns the payload of the record frame at the start of
-// b, a frame this Log encoded into its log buffer, and false if b holds an
-// end or link frame.
-func bufferedRecord(b []byte) ([]byte, bool) {
-	if len(b) < frameHeaderSize {
+// record returns the payload of the record frame at lsn, inside b, if a
+// valid one starts there (checked as on the disk: lsn may be any LSN).
+func (b *logBuffer) record(lsn LSN, maxRecord int) ([]byte, bool) {
+	seg := b.seg
+	for _, r := range b.rolls {
+		if r.lsn <= lsn {
+			seg = r.seg
+		}
+	}
+	if seg == nil {
 		return nil, false
 	}
-	n := binary.LittleEndian.Uint32(b[8:12])
-	if n == 0 || frameFlags(b) != 0 || int64(len(b)) < frameHeaderSize+int64(n) {
-		return nil, false
-	}
-	return b[frameHeaderSize : frameHeaderSize+int64(n)], true
+	p, _, _, st := decodeFrame(b.buf[lsn-b.start:], seg.format(), lsn, maxRecord)
+	return p, st == frameValid && p != nil
 }

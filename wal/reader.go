@@ -303,7 +303,7 @@ func (r *Reader) frameAt(lsn, end LSN) ([]byte, int64, error) {
 				if err := reused(r.f, r.first); err != nil {
 					return nil, 0, err
 				}
-				return nil, 0, &CorruptionError{Segment: r.name, Offset: headerSize(r.ff.version) + int64(lsn-r.first),
+				return nil, 0, &CorruptionError{Segment: r.name, Offset: headerSize(r.ff.Version) + int64(lsn-r.first),
 					Reason: fmt.Sprintf("%s at LSN %d below the written LSN %d", st, lsn, end)}
 			}
 			if len(b) >= frameHeaderSize { // a frame longer than the window: read all of it
@@ -315,7 +315,7 @@ func (r *Reader) frameAt(lsn, end LSN) ([]byte, int64, error) {
 			r.win = make([]byte, n)
 		}
 		r.win = r.win[:n]
-		got, err := r.f.ReadAt(r.win, headerSize(r.ff.version)+int64(lsn-r.first))
+		got, err := r.f.ReadAt(r.win, headerSize(r.ff.Version)+int64(lsn-r.first))
 		r.l.stats.readerBytes.Add(uint64(max(got, 0)))
 		if int64(got) < n {
 			if err == nil {

@@ -27,12 +27,13 @@ type frameScanner struct {
 	zeroFrom int64     // the file's bytes from this offset read as zeros (a cut not finished); size if none
 	window   int64     // scanWindow, or less in tests
 	rule     epochRule // the epoch rule valid frames must also meet (frameStale)
+	cut      LSN       // a recorded cut not yet finished: the bytes from it read as zeros (noCutLSN: none)
 }
 
 // scanFile returns a scanner of the segment file f (of size bytes, whose
 // first frame is at first), read through a window of scanWindow bytes.
 func scanFile(f vfs.File, name string, first LSN, size int64) *frameScanner {
-	return &frameScanner{f: f, name: name, s: segment{first: first, size: size}, zeroFrom: size, window: scanWindow}
+	return &frameScanner{f: f, name: name, s: segment{first: first, size: size}, zeroFrom: size, window: scanWindow, cut: noCutLSN}
 }
 
 // scanFile returns a scanner of the segment file f with the Log's window.
@@ -42,12 +43,13 @@ func (l *Log) scanFile(f vfs.File, name string, first LSN, size int64) *frameSca
 		sc.window = max(w, 2*frameHeaderSize)
 	}
 	sc.rule = l.epoch
+	sc.cut = l.recoverCut
 	return sc
 }
 
 // scanBytes returns a scanner of the segment b, held whole in memory.
 func scanBytes(b []byte, name string, first LSN) *frameScanner {
-	return &frameScanner{name: name, s: segment{first: first, size: int64(len(b))}, win: b, zeroFrom: int64(len(b)), window: scanWindow}
+	return &frameScanner{name: name, s: segment{first: first, size: int64(len(b))}, win: b, zeroFrom: int64(len(b)), window: scanWindow, cut: noCutLSN}
 }
 
 // readAt fills p with the segment's bytes at off (zeros from zeroFrom on),
@@ -186,7 +188,7 @@ func (sc *frameScanner) frame(lsn LSN, ahead bool) (rec []byte, wm LSN, size int
 	if st == frameValid && off+size > sc.s.size {
 		st = frameShort // its padding is cut off (a file truncated to an odd size)
 	}
-	if st == frameValid && !sc.rule.admits(ff, lsn, binary.LittleEndian.Uint32(b[12:16])) {
+	if st == frameValid && !sc.rule.Admits(ff, uint64(lsn), binary.LittleEndian.Uint32(b[12:16])) {
 		st = frameStale
 	}
 	if st == frameValid {
@@ -199,12 +201,28 @@ func (sc *frameScanner) frame(lsn LSN, ahead bool) (rec []byte, wm LSN, size int
 // if checkSegment has not: a header that does not decode leaves the oldest
 // format, whose frames the checksums then judge.
 func (sc *frameScanner) detectFormat() {
-	sc.s.version = minSegmentVersion
-	if sc.load(0, segmentHeaderSize, false) != nil {
+	version, use := uint32(minSegmentVersion), uint64(0)
+	if sc.load(0, segmentHeaderSize, false) == nil {
+		if h, why, _ := decodeSegmentHeader(sc.bytesAt(0)); why == "" {
+			version, use = h.Version, h.Use
+		}
+	}
+	sc.setFormat(version, use)
+}
+
+// setFormat records the format of the segment's frames, and with it where
+// a pending cut (sc.cut) starts in the file: the bytes from there read as
+// zeros, as finishing the cut will leave them.
+func (sc *frameScanner) setFormat(version uint32, use uint64) {
+	sc.s.version, sc.s.use = version, use
+	if sc.cut == noCutLSN || sc.cut < sc.s.first {
 		return
 	}
-	if h, why, _ := decodeSegmentHeader(sc.bytesAt(0)); why == "" {
-		sc.s.version, sc.s.use = h.version, h.use
+	if z := min(sc.s.size, max(sc.s.hdr(), sc.s.offset(sc.cut))); z < sc.zeroFrom {
+		sc.zeroFrom = z
+		if sc.f != nil {
+			sc.win, sc.woff = sc.win[:0], 0 // read again, zeros from z on
+		}
 	}
 }
 

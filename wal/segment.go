@@ -13,151 +13,66 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/durawal/durawal/policy"
+	"github.com/durawal/durawal/wal/internal/format"
 	"github.com/durawal/durawal/wal/vfs"
 )
 
-// Segment header layout (little endian), normative, documented in doc.go.
-// Versions 1 to 5 (written by older builds, still read) have a 32-byte
-// header:
-//
-//	[0:8)   magic      "durawal\x00"
-//	[8:12)  version    1 to 5
-//	[12:16) size/8     the file's size in bytes when created, divided by 8
-//	[16:24) first LSN  the LSN of the segment's first frame (also its name)
-//	[24:32) checksum   xxhash64 of bytes [0:24)
-//
-// Versions 6 and 7, written by this build, have a 64-byte header:
-//
-//	[0:24)  as above (version 6, or 7 for a recycled file)
-//	[24:32) use ID     a random non-zero number drawn for this use of the file
-//	[32:56) zero       reserved
-//	[56:64) checksum   xxhash64 of bytes [0:56)
-//
-// The use ID enters the checksum of every frame written into the file
-// (frameFormat), so a frame an earlier use of the same bytes left, in a
-// recycled file or in a file whose reuse a crash undid, never validates in
-// this use, whatever LSN it carries.
-//
-// Version 3 is version 2 in a recycled file: the bytes after its frames are
-// not zeros but what an earlier use of the file left. Recovery treats them
-// as stale, not torn (recoverTail). Versions 5 and 7 are the same for 4 and
-// 6.
-//
-// Versions 4 to 7 are written by a roll that seals the segment it finished
-// in the background: frames may have been written to such a segment before
-// its predecessor was synced, so a crash can leave the predecessor's tail
-// torn and its link missing while this segment holds frames. Recovery then
-// ends the log in the predecessor unless a frame vouches for what was lost
-// (recoverRoll).
+// The segment header is package format's (wal/internal/format), documented
+// in doc.go: 32 bytes in versions 1 to 5, 64 in versions 6 and 7, which add
+// the use ID that every frame's checksum is seeded with. The names below
+// are this package's for it.
 const (
-	legacyHeaderSize  = 32 // header of format versions 1 to 5
-	segmentHeaderSize = 64 // header of format versions 6 and 7
-	segmentVersion    = 6  // written by this build for a new segment (allocated or zero-filled)
-	recycledVersion   = 7  // written by this build for a recycled segment
-	minSegmentVersion = 1  // the oldest this build reads
-	maxSegmentVersion = recycledVersion
-	segmentSuffix     = ".wal"
-	tmpSuffix         = ".wal.tmp"
-	lockName          = "LOCK"
+	legacyHeaderSize  = format.LegacyHeaderSize // header of format versions 1 to 5
+	segmentHeaderSize = format.HeaderSize       // header of format versions 6 and 7
+	segmentVersion    = format.Version          // written by this build for a new segment (allocated or zero-filled)
+	recycledVersion   = format.RecycledVersion  // written by this build for a recycled segment
+	minSegmentVersion = format.MinVersion       // the oldest this build reads
+	maxSegmentVersion = format.MaxVersion
+	segmentSuffix     = format.SegmentExt
+	tmpSuffix         = format.TempExt
+	lockName          = format.LockName
 )
 
 // headerSize returns the size in bytes of the header of a segment of
 // format version v: where its first frame starts.
-func headerSize(v uint32) int64 {
-	if v >= 6 {
-		return segmentHeaderSize
-	}
-	return legacyHeaderSize
-}
+func headerSize(v uint32) int64 { return format.HeaderSizeOf(v) }
 
 // staleTail reports whether a segment of format version v is a recycled
 // file, whose bytes after the frames may be stale frames rather than zeros.
-func staleTail(v uint32) bool { return v == 3 || v == 5 || v == 7 }
+func staleTail(v uint32) bool { return format.StaleTail(v) }
 
 // earlyUse reports whether a segment of format version v may have received
 // frames before its predecessor was synced (a roll sealing in the
 // background).
-func earlyUse(v uint32) bool { return v >= 4 }
+func earlyUse(v uint32) bool { return format.EarlyUse(v) }
 
-var segmentMagic = [8]byte{'d', 'u', 'r', 'a', 'w', 'a', 'l', 0}
+var segmentMagic = format.Magic
 
 // segmentName returns the base name of the segment whose first frame is at
 // first: 20 decimal digits, so names sort in LSN order.
-func segmentName(first LSN) string { return fmt.Sprintf("%020d%s", uint64(first), segmentSuffix) }
+func segmentName(first LSN) string { return format.SegmentName(uint64(first)) }
 
 // parseSegmentName returns the first LSN a segment name encodes.
 func parseSegmentName(name string) (LSN, bool) {
-	digits, ok := strings.CutSuffix(name, segmentSuffix)
-	if !ok || len(digits) != 20 {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(digits, 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	return LSN(n), true
+	n, ok := format.ParseSegmentName(name)
+	return LSN(n), ok
 }
 
 // encodeSegmentHeader returns the header of a segment of format version
 // version whose first frame is at first, created with size bytes, for the
 // use use (ignored below version 6).
 func encodeSegmentHeader(first LSN, size int64, version uint32, use uint64) []byte {
-	b := make([]byte, headerSize(version))
-	copy(b, segmentMagic[:])
-	binary.LittleEndian.PutUint32(b[8:12], version)
-	binary.LittleEndian.PutUint32(b[12:16], uint32(size/frameAlign))
-	binary.LittleEndian.PutUint64(b[16:24], uint64(first))
-	if version < 6 {
-		binary.LittleEndian.PutUint64(b[24:32], xxhash.Sum64(b[:24]))
-		return b
-	}
-	binary.LittleEndian.PutUint64(b[24:32], use)
-	binary.LittleEndian.PutUint64(b[56:64], xxhash.Sum64(b[:56]))
-	return b
+	return format.EncodeHeader(format.Header{Version: version, Created: size, First: uint64(first), Use: use})
 }
 
 // segHeader is a decoded segment header.
-type segHeader struct {
-	version uint32
-	created int64 // the file's size when created; 0 if not recorded
-	first   LSN
-	use     uint64 // 0 below version 6
-}
+type segHeader = format.Header
 
-// decodeSegmentHeader decodes the header at the start of b. why says what
-// is wrong if it is not a valid header of a version this build reads
-// (unsupported is then true for a valid header of another version).
+// decodeSegmentHeader decodes the header at the start of b
+// (format.DecodeHeader).
 func decodeSegmentHeader(b []byte) (h segHeader, why string, unsupported bool) {
-	if len(b) < legacyHeaderSize {
-		return h, fmt.Sprintf("segment file is %d bytes, too short to hold a segment header (%d bytes)", len(b), legacyHeaderSize), false
-	}
-	if [8]byte(b[:8]) != segmentMagic {
-		return h, "bad segment magic (not a durawal segment)", false
-	}
-	h.version = binary.LittleEndian.Uint32(b[8:12])
-	h.created = int64(binary.LittleEndian.Uint32(b[12:16])) * frameAlign
-	h.first = LSN(binary.LittleEndian.Uint64(b[16:24]))
-	if h.version < minSegmentVersion || h.version > maxSegmentVersion {
-		return h, fmt.Sprintf("segment format version %d; this build reads versions %d to %d", h.version, minSegmentVersion, maxSegmentVersion), true
-	}
-	switch {
-	case h.version < 6:
-		if binary.LittleEndian.Uint64(b[24:32]) != xxhash.Sum64(b[:24]) {
-			return h, "segment header checksum mismatch", false
-		}
-	case int64(len(b)) < segmentHeaderSize:
-		return h, fmt.Sprintf("segment file is %d bytes, too short to hold a version %d segment header (%d bytes)", len(b), h.version, segmentHeaderSize), false
-	case binary.LittleEndian.Uint64(b[56:64]) != xxhash.Sum64(b[:56]):
-		return h, "segment header checksum mismatch", false
-	default:
-		h.use = binary.LittleEndian.Uint64(b[24:32])
-		if h.use == 0 {
-			return h, "segment header has no use ID", false
-		}
-	}
-	return h, "", false
+	return format.DecodeHeader(b)
 }
 
 // checkSegment checks the header and size of the segment sc scans, and
@@ -177,8 +92,8 @@ func checkSegment(sc *frameScanner) error {
 		return err
 	}
 	h, _, _ := decodeSegmentHeader(hdr)
-	sc.s.version, sc.s.use = h.version, h.use
-	created := h.created
+	sc.setFormat(h.Version, h.Use)
+	created := h.Created
 	if created == 0 || created == sc.s.size { // 0: written before sizes were recorded
 		return nil
 	}
@@ -202,8 +117,8 @@ func checkHeader(b []byte, name string, first LSN) error {
 		return fmt.Errorf("%w: %s has %s", ErrUnsupportedVersion, name, why)
 	case why != "":
 		return &CorruptionError{Segment: name, Offset: 0, Reason: why}
-	case h.first != first:
-		return &CorruptionError{Segment: name, Offset: 16, Reason: fmt.Sprintf("header first LSN %d does not match the name", h.first)}
+	case LSN(h.First) != first:
+		return &CorruptionError{Segment: name, Offset: 16, Reason: fmt.Sprintf("header first LSN %d does not match the name", h.First)}
 	}
 	return nil
 }
@@ -280,7 +195,7 @@ func (s *segment) capacity() int64 { return s.size - s.hdr() }
 func (s *segment) hdr() int64 { return headerSize(s.version) }
 
 // format returns how s's frames are encoded.
-func (s *segment) format() frameFormat { return frameFormat{version: s.version, use: s.use} }
+func (s *segment) format() frameFormat { return frameFormat{Version: s.version, Use: s.use} }
 
 // room returns how many frame bytes new appends may fill: the capacity,
 // less an unaligned end that direct I/O cannot write (a segment created
@@ -670,7 +585,7 @@ func writeZeros(f vfs.File, off, stop int64) error {
 // any format version this build reads).
 func headerFirst(f vfs.File) (LSN, bool) {
 	h, ok := readHeader(f)
-	return h.first, ok
+	return LSN(h.First), ok
 }
 
 // readHeader reads and decodes the segment header at the start of f.

@@ -37,13 +37,15 @@ type Log struct {
 	opening  bool           // Open is running: a refused method may fall back
 	readOnly bool           // opened by OpenReadOnly: nothing is written, removed or synced
 
-	mu            sync.Mutex // guards the fields down to the blank line
-	next          LSN        // where the next frame goes (the appended LSN)
-	active        *logBuffer // frames appended but not yet taken by a flush
-	appendSeg     *segment   // segment that receives the frame at next
-	spare         *segment   // prepared segment for the next roll, or nil
-	epoch         epochRule  // the epoch new frames carry (epoch.go); changed only with appends held, under mu
-	preparing     bool       // a goroutine is preparing the spare
+	mu            sync.Mutex   // guards the fields down to the blank line
+	next          LSN          // where the next frame goes (the appended LSN)
+	active        *logBuffer   // frames appended but not yet taken by a flush
+	appendSeg     *segment     // segment that receives the frame at next
+	spare         *segment     // prepared segment for the next roll, or nil
+	epoch         epochRule    // the epoch new frames carry (epoch.go); changed only with appends held, under mu
+	plan          recoveryPlan // what recovery decided to write (plan.go); applied by Open only
+	recoverCut    LSN          // a recorded cut recovery reads the log as finished at (noCutLSN: none)
+	preparing     bool         // a goroutine is preparing the spare
 	prepDone      chan struct{}
 	prepErr       error // why the last preparation failed
 	closed        bool
@@ -111,7 +113,8 @@ type Log struct {
 type logBuffer struct {
 	start LSN
 	buf   []byte
-	rolls []roll // segments that begin inside buf, in LSN order
+	seg   *segment // the segment the frames from start go into, up to the first roll
+	rolls []roll   // segments that begin inside buf, in LSN order
 	// swapped, when not nil, is closed once the buffer stops being the
 	// active one (flush swaps it out to write it): appends that found it
 	// full wait on it (reserveLocked), and flushed is closed when the
@@ -189,7 +192,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	// for up to hundreds of milliseconds in a slow VM, long enough to break
 	// a buffered policy's loss bound in the first second.
 	n := bufferPrealloc(l.opts)
-	l.active = &logBuffer{start: l.next, buf: make([]byte, 0, n)}
+	l.active = &logBuffer{start: l.next, buf: make([]byte, 0, n), seg: l.appendSeg}
 	l.spareBuf = &logBuffer{buf: make([]byte, 0, n)}
 	l.appended.Store(uint64(l.next))
 	l.written.Store(uint64(l.next))
@@ -624,7 +627,7 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte, start *time.Duratio
 	b := l.active
 	n := len(b.buf)
 	b.buf = slices.Grow(b.buf, int(fsz))[:n+int(fsz)]
-	encodeFrame(b.buf[n:], l.appendSeg.format(), l.epoch.n, lsn, LSN(l.synced.Load()), rec)
+	encodeFrame(b.buf[n:], l.appendSeg.format(), l.epoch.N, lsn, LSN(l.synced.Load()), rec)
 	l.next += LSN(fsz)
 	l.appended.Store(uint64(l.next))
 	l.stats.appendRequests.Add(1)
@@ -912,7 +915,7 @@ func (l *Log) writeEnd() error {
 		return nil
 	}
 	var b [endFrameSize]byte
-	encodeEndFrame(b[:], s.format(), l.epoch.n, l.next, flagEnd)
+	encodeEndFrame(b[:], s.format(), l.epoch.N, l.next, flagEnd)
 	if err := l.writeAt(b[:], l.next); err != nil {
 		return fmt.Errorf("wal: close: writing the end frame: %w", err)
 	}
