@@ -1,0 +1,101 @@
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	flagSeed     = flag.Int64("sim.seed", -1, "replay the schedule of this seed only")
+	flagDuration = flag.Duration("sim.duration", 0, "how long TestSim explores (default 3s, 60s with DURAWAL_LONG=1)")
+	flagStart    = flag.Int64("sim.start", -1, "first seed TestSim tries (default: from the clock)")
+	flagAll      = flag.Bool("sim.keepgoing", false, "go on after a failing seed and report every one")
+	flagTrace    = flag.Bool("sim.trace", false, "log the trace of every schedule, not only failing ones")
+)
+
+func report(t *testing.T, label string, sch *Schedule, res *Result) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\nschedule:\n%s\ntrace:\n", label, sch)
+	for _, s := range res.Trace {
+		b.WriteString("  " + s + "\n")
+	}
+	b.WriteString("\nviolations:\n")
+	for _, v := range res.Violations {
+		b.WriteString("  " + v + "\n")
+	}
+	t.Error(b.String())
+}
+
+// TestSim explores random schedules for -sim.duration (3 s by default, a
+// minute with DURAWAL_LONG=1), or replays one with -sim.seed=N.
+func TestSim(t *testing.T) {
+	if *flagSeed >= 0 {
+		sch := Generate(NewSeedSource(uint64(*flagSeed)))
+		res := Execute(sch)
+		if res.Failed() {
+			report(t, fmt.Sprintf("seed %d: replay with go test ./wal/internal/sim -run TestSim -sim.seed=%d", *flagSeed, *flagSeed), sch, res)
+		} else if *flagTrace || testing.Verbose() {
+			t.Logf("schedule:\n%s\ntrace:\n  %s", sch, strings.Join(res.Trace, "\n  "))
+		}
+		return
+	}
+	d := *flagDuration
+	if d == 0 {
+		d = 3 * time.Second
+		if os.Getenv("DURAWAL_LONG") != "" {
+			d = time.Minute
+		}
+	}
+	start := *flagStart
+	if start < 0 {
+		start = time.Now().UnixNano() % 1_000_000_000
+	}
+	deadline := time.Now().Add(d)
+	n, failed := 0, 0
+	for seed := start; time.Now().Before(deadline); seed++ {
+		sch := Generate(NewSeedSource(uint64(seed)))
+		res := Execute(sch)
+		n++
+		if res.Failed() {
+			failed++
+			report(t, fmt.Sprintf("seed %d: replay with go test ./wal/internal/sim -run TestSim -sim.seed=%d", seed, seed), sch, res)
+			if !*flagAll {
+				break
+			}
+		}
+	}
+	t.Logf("%d schedules from seed %d in %v, %d failed", n, start, d, failed)
+}
+
+// FuzzSim decodes its input as a schedule's choices (NewByteSource): every
+// byte string is a valid schedule. The corpus under testdata/fuzz/FuzzSim
+// holds schedules that reach rolls into recycled files, cuts, failed syncs,
+// held syncs and crashes in every mode.
+func FuzzSim(f *testing.F) {
+	for _, seed := range []uint64{1, 2, 3} {
+		f.Add(EncodeSeed(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sch := Generate(NewByteSource(b))
+		res := Execute(sch)
+		if res.Failed() {
+			report(t, fmt.Sprintf("fuzz input of %d bytes", len(b)), sch, res)
+		}
+	})
+}
+
+// TestEncodeSeed: the choice bytes of a seed decode to the same schedule.
+func TestEncodeSeed(t *testing.T) {
+	for seed := uint64(0); seed < 50; seed++ {
+		a := Generate(NewSeedSource(seed)).String()
+		b := Generate(NewByteSource(EncodeSeed(seed))).String()
+		if a != b {
+			t.Fatalf("seed %d: decoded schedule differs:\n%s\n---\n%s", seed, a, b)
+		}
+	}
+}
