@@ -640,7 +640,23 @@ func (r *runner) open(run Run, crash EndKind, closedClean bool) (*wal.Log, *inje
 		var recs []record
 		var rerr error
 		if !r.call("read after Open", inj, func() { recs, rerr = readAll(l) }) {
-			return nil, nil
+			if r.stop {
+				return nil, nil
+			}
+			inj.mu.Lock()
+			frozen, fcrash := inj.image, inj.crash
+			inj.mu.Unlock()
+			inj.unblock()
+			go l.Close()
+			if frozen == nil {
+				r.violate("%s: the read waits for a held operation", what)
+				return nil, nil
+			}
+			r.tracef("%s: crash (%s) while reading after Open", what, fcrash)
+			r.mem = frozen
+			crash = max(crash, fcrash.Kind)
+			closedClean = false
+			continue
 		}
 		info := l.Recovered()
 		r.tracef("%s: %s, FirstLSN %d, recovered %+v", what, describe(recs), l.FirstLSN(), info)
@@ -741,6 +757,7 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 	ctx := context.Background()
 	maxRec := int(r.sch.SegmentSize) - 56
 	inFlight := false
+	poisoned := false
 	for j, op := range run.Ops {
 		r.opIdx = j
 		if inj.wasHeld() {
@@ -846,6 +863,20 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if cut < l.FirstLSN() {
 				continue
 			}
+			if poisoned {
+				// a poisoned log refuses the cut before recording it
+				var err error
+				if r.call("TruncateAfter", inj, func() { err = l.TruncateAfter(cut) }); r.stop {
+					return 0, false
+				}
+				r.tracef("%d.%d TruncateAfter(%d) on the poisoned log: %v", r.runIdx, j, cut, err)
+				if err == nil {
+					r.violate("TruncateAfter(%d) on a poisoned log returned nil", cut)
+					return 0, false
+				}
+				continue
+			}
+			oldMaybe, oldCap := r.cutMaybe, r.claimCap
 			r.cutMaybe, r.claimCap = cut, cut
 			var err error
 			ok := r.call("TruncateAfter", inj, func() { err = l.TruncateAfter(cut) })
@@ -861,6 +892,9 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 				}
 				r.lineage = r.lineage[:k:k]
 				r.cutMaybe, r.claimCap = math.MaxUint64, math.MaxUint64
+			} else if ok && !errors.Is(err, wal.ErrPoisoned) {
+				// refused before the cut was recorded: the log is as it was
+				r.cutMaybe, r.claimCap = oldMaybe, oldCap
 			}
 			inFlight = !ok
 		case OpRemove:
@@ -870,6 +904,7 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			k := max(0, len(r.lineage)-1-op.Back)
 			at := r.lineage[k].lsn
 			r.removeReq = max(r.removeReq, at)
+			first0 := l.FirstLSN()
 			var first wal.LSN
 			var err error
 			ok := r.call("RemoveBefore", inj, func() { first, err = l.RemoveBefore(at) })
@@ -878,11 +913,18 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			}
 			r.tracef("%d.%d RemoveBefore(%d): first %d, %v%s", r.runIdx, j, at, first, err, flight(ok))
 			if ok && err == nil {
-				if first > at {
-					r.violate("RemoveBefore(%d) returned first LSN %d, past the LSN asked", at, first)
+				if first > max(at, first0) {
+					r.violate("RemoveBefore(%d) returned first LSN %d, past the LSN asked and the start %d", at, first, first0)
 					return 0, false
 				}
 				r.removed = max(r.removed, first)
+				k := 0
+				for k < len(r.lineage) && r.lineage[k].lsn < first {
+					e := r.lineage[k]
+					r.grave[string(e.data)] = fmt.Sprintf("record %s, LSN %d, removed by RemoveBefore(%d) at %s", e.id, e.lsn, at, r.where())
+					k++
+				}
+				r.lineage = r.lineage[k:]
 			}
 			inFlight = !ok
 		case OpRead:
@@ -972,6 +1014,11 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 		if inFlight {
 			break
 		}
+		if !poisoned {
+			// a Sync on a poisoned log fails at once with ErrPoisoned;
+			// WaitDurable(AppendedLSN) would force a sync, so ask Stats
+			poisoned = l.Stats().Poisoned
+		}
 		r.applyClaims(readClaims(l))
 	}
 	r.opIdx = len(run.Ops)
@@ -1034,8 +1081,26 @@ func (r *runner) end(run Run, l *wal.Log, inj *injector, inFlight bool) (EndKind
 	case EndClose:
 		n := len(r.lineage)
 		var err error
-		if !r.call("Close", inj, func() { err = l.Close() }) {
+		ok := r.call("Close", inj, func() { err = l.Close() })
+		if r.stop {
 			return 0, false
+		}
+		inj.mu.Lock()
+		frozen, fc, crash := inj.image, inj.claims, inj.crash
+		inj.mu.Unlock()
+		if frozen != nil {
+			r.applyClaims(fc)
+			r.tracef("end: Close, and %s before one of its operations", crash)
+			r.mem = frozen
+			return crash.Kind, false
+		}
+		if !ok {
+			// Close waits for a held sync: the power goes
+			e = End{Kind: EndPower, Mode: 3, Seed: int64(r.seq), Block: 512}
+			r.applyClaims(readClaims(l))
+			r.mem = r.mem.PowerLoss(e.CrashMode())
+			r.tracef("end: Close held, %s", e)
+			return EndPower, false
 		}
 		r.tracef("end: Close: %v", err)
 		if err == nil {
