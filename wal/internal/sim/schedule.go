@@ -137,14 +137,14 @@ type OpKind uint8
 
 // The operations of a run.
 const (
-	OpAppend    OpKind = iota // Append one record (Force: with ForceSync)
-	OpBatch                   // AppendBatch of Count records
-	OpSync                    // Log.Sync
-	OpTruncate                // TruncateAfter the Back-th last record
-	OpRemove                  // RemoveBefore the Back-th last record
-	OpRead                    // a Reader from FirstLSN to the end, ReadRecord of one record
-	OpReadOnly                // OpenReadOnly of the live directory, read to the end
-	OpArm                     // arm Fault for the following operations
+	OpAppend   OpKind = iota // Append one record (Force: with ForceSync)
+	OpBatch                  // AppendBatch of Count records
+	OpSync                   // Log.Sync
+	OpTruncate               // TruncateAfter the Back-th last record
+	OpRemove                 // RemoveBefore the Back-th last record
+	OpRead                   // a Reader from FirstLSN to the end, ReadRecord of one record
+	OpReadOnly               // OpenReadOnly of the live directory, read to the end
+	OpArm                    // arm Fault for the following operations
 )
 
 // Op is one operation of a run.

@@ -188,16 +188,17 @@ func (r *runner) call(what string, inj *injector, f func()) bool {
 
 // injector arms faults on the operations of one run.
 type injector struct {
-	r       *runner
-	mem     *vfs.MemFS
-	mu      sync.Mutex
-	faults  []*armedFault
-	fired   []Fault
-	frozen  atomic.Bool
-	release chan struct{}
-	blocked chan struct{} // closed when an operation is held or frozen
-	once    sync.Once
-	log     atomic.Pointer[wal.Log]
+	r         *runner
+	mem       *vfs.MemFS
+	mu        sync.Mutex
+	faults    []*armedFault
+	fired     []Fault
+	frozen    atomic.Bool
+	release   chan struct{}
+	blocked   chan struct{} // closed when an operation is held or frozen
+	once      sync.Once
+	blockOnce sync.Once
+	log       atomic.Pointer[wal.Log]
 
 	image  *vfs.MemFS // the crash image taken at a freeze
 	claims claims     // read just before it
@@ -217,6 +218,14 @@ func newInjector(r *runner, mem *vfs.MemFS) *injector {
 func (in *injector) arm(f Fault) {
 	in.mu.Lock()
 	in.faults = append(in.faults, &armedFault{f: f})
+	in.mu.Unlock()
+}
+
+func (in *injector) disarm() {
+	in.mu.Lock()
+	for _, a := range in.faults {
+		a.done = true
+	}
 	in.mu.Unlock()
 }
 
@@ -317,7 +326,7 @@ func (in *injector) MaybeError(op vfs.Op) error {
 			return a.f.Errno
 		case FaultHold:
 			in.mu.Unlock()
-			close(in.blocked)
+			in.blockOnce.Do(func() { close(in.blocked) })
 			<-in.release
 			return syscall.EIO
 		case FaultFreeze:
@@ -332,7 +341,7 @@ func (in *injector) MaybeError(op vfs.Op) error {
 				in.image = in.mem.PowerLoss(a.f.Crash.CrashMode())
 			}
 			in.mu.Unlock()
-			close(in.blocked)
+			in.blockOnce.Do(func() { close(in.blocked) })
 			<-in.release
 			return syscall.EIO
 		}
@@ -637,6 +646,7 @@ func (r *runner) open(run Run, crash EndKind, closedClean bool) (*wal.Log, *inje
 			r.violate("%s failed: %v (OpenReadOnly: %v)", what, err, roErr)
 			return nil, nil
 		}
+		inj.disarm() // an Open fault is for Open
 		var recs []record
 		var rerr error
 		if !r.call("read after Open", inj, func() { recs, rerr = readAll(l) }) {
