@@ -56,7 +56,9 @@ func TestSim(t *testing.T) {
 	if *flagSeed >= 0 {
 		sch := Generate(NewSeedSource(uint64(*flagSeed)))
 		res := Execute(sch)
-		if res.Failed() {
+		if res.Failed() && ignored(t, res) {
+			t.Logf("seed %d: ignored (-sim.ignore): %s", *flagSeed, res.Violations[0])
+		} else if res.Failed() {
 			report(t, fmt.Sprintf("seed %d: replay with go test ./wal/internal/sim -run TestSim -sim.seed=%d", *flagSeed, *flagSeed), sch, res)
 		} else if *flagTrace || testing.Verbose() {
 			t.Logf("schedule:\n%s\ntrace:\n  %s", sch, strings.Join(res.Trace, "\n  "))
