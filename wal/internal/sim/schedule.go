@@ -274,7 +274,10 @@ func pickCrash(s Source) End {
 }
 
 func pickFault(s Source, inOpen bool) Fault {
-	f := Fault{On: faultOps[s.Intn(len(faultOps))], Target: Target(s.Intn(4)), N: 1 + s.Intn(6), Errno: errnos[s.Intn(len(errnos))]}
+	f := Fault{On: faultOps[s.Intn(len(faultOps))], Target: Target(s.Intn(4)), N: 1 + s.Intn(3), Errno: errnos[s.Intn(len(errnos))]}
+	if s.Intn(3) == 0 {
+		f.N = 1 + s.Intn(8)
+	}
 	if inOpen && s.Intn(2) == 0 {
 		f.On = vfs.OpRead
 	}
@@ -327,20 +330,20 @@ func Generate(s Source) *Schedule {
 		armed := 0
 		for range nops {
 			var op Op
-			switch r := s.Intn(100); {
-			case r < 40:
+			switch x := s.Intn(100); {
+			case x < 40:
 				op = Op{Kind: OpAppend, Size: size(), Same: s.Intn(3) == 0, Force: s.Intn(8) == 0}
-			case r < 58:
+			case x < 58:
 				op = Op{Kind: OpBatch, Size: size(), Count: 2 + s.Intn(14), Same: s.Intn(3) == 0, Force: s.Intn(8) == 0}
-			case r < 68:
+			case x < 68:
 				op = Op{Kind: OpSync}
-			case r < 76:
+			case x < 76:
 				op = Op{Kind: OpTruncate, Back: s.Intn(12)}
-			case r < 82:
+			case x < 82:
 				op = Op{Kind: OpRemove, Back: s.Intn(16)}
-			case r < 87:
+			case x < 87:
 				op = Op{Kind: OpRead}
-			case r < 90:
+			case x < 90:
 				op = Op{Kind: OpReadOnly}
 			default:
 				if armed >= 2 {
@@ -349,6 +352,18 @@ func Generate(s Source) *Schedule {
 				}
 				armed++
 				op = Op{Kind: OpArm, Fault: pickFault(s, false)}
+				// often aim the fault at the operation that follows
+				switch s.Intn(6) {
+				case 0:
+					r.Ops = append(r.Ops, op)
+					op = Op{Kind: OpTruncate, Back: s.Intn(12)}
+				case 1:
+					r.Ops = append(r.Ops, op)
+					op = Op{Kind: OpRemove, Back: s.Intn(16)}
+				case 2:
+					r.Ops = append(r.Ops, op)
+					op = Op{Kind: OpBatch, Size: size(), Count: 2 + s.Intn(14), Same: true}
+				}
 			}
 			r.Ops = append(r.Ops, op)
 		}

@@ -42,7 +42,7 @@ const hangAfter = 20 * time.Second
 
 // heldGrace is how long an operation may go on once an operation is held
 // or the filesystem frozen, before it is taken to wait for it.
-const heldGrace = 150 * time.Millisecond
+const heldGrace = 60 * time.Millisecond
 
 // entry is one record of the model's lineage.
 type entry struct {
