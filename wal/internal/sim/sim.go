@@ -31,6 +31,9 @@ type Result struct {
 	// Trace is what happened, step by step (operations and their results,
 	// recoveries and what they read).
 	Trace []string
+	// Reached names the states the schedule reached (a roll into a kept
+	// file, a failed cut, a torn tail recovered...), to pick a corpus.
+	Reached map[string]bool
 }
 
 // Failed reports whether a violation was found.
@@ -83,7 +86,7 @@ type runner struct {
 
 // Execute runs sch and checks every recovery against the oracle.
 func Execute(sch *Schedule) *Result {
-	r := &runner{sch: sch, mem: vfs.NewMem(), res: &Result{}, grave: map[string]string{},
+	r := &runner{sch: sch, mem: vfs.NewMem(), res: &Result{Reached: map[string]bool{}}, grave: map[string]string{},
 		cutMaybe: math.MaxUint64, claimCap: math.MaxUint64,
 		quiet: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	crash := EndClose
@@ -104,6 +107,12 @@ func Execute(sch *Schedule) *Result {
 		r.final(crash, closedClean)
 	}
 	return r.res
+}
+
+func (r *runner) reach(cond bool, what string) {
+	if cond {
+		r.res.Reached[what] = true
+	}
 }
 
 func (r *runner) tracef(format string, args ...any) {
@@ -227,6 +236,12 @@ func (in *injector) disarm() {
 		a.done = true
 	}
 	in.mu.Unlock()
+}
+
+func (in *injector) firedFaults() []Fault {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return append([]Fault(nil), in.fired...)
 }
 
 func (in *injector) firedAny() bool {
@@ -670,6 +685,13 @@ func (r *runner) open(run Run, crash EndKind, closedClean bool) (*wal.Log, *inje
 		}
 		info := l.Recovered()
 		r.tracef("%s: %s, FirstLSN %d, recovered %+v", what, describe(recs), l.FirstLSN(), info)
+		r.reach(info.TornBytes > 0, "torn tail")
+		r.reach(info.Unvouched > 0, "unvouched frames")
+		r.reach(info.DroppedSegment != "", "dropped segment")
+		r.reach(len(info.Quarantined) > 0, "quarantine file")
+		r.reach(info.RemovedTemp > 0, "removed temp or kept files")
+		r.reach(info.Clean && crash != EndClose, "clean end frame after a crash")
+		r.reach(attempt > 0, "Open retried after a fault or crash in Open")
 		if rerr != nil {
 			r.violate("%s: reading the recovered log: %v", what, rerr)
 			return nil, nil
@@ -894,6 +916,8 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 				return 0, false
 			}
 			r.tracef("%d.%d TruncateAfter(%d) (record %s; %d records dropped): %v%s", r.runIdx, j, cut, r.lineage[k].id, len(r.lineage)-k, err, flight(ok))
+			r.reach(ok && err == nil, "cut")
+			r.reach(ok && errors.Is(err, wal.ErrPoisoned), "cut failed once recorded")
 			if ok && err == nil {
 				r.resend = nil
 				for _, e := range r.lineage[k:] {
@@ -1032,6 +1056,13 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 		r.applyClaims(readClaims(l))
 	}
 	r.opIdx = len(run.Ops)
+	st := l.Stats()
+	r.reach(st.Prepare.Recycled > 0, "roll into a kept file")
+	r.reach(st.Poisoned, "poisoned")
+	r.reach(inFlight, "operation in flight at the crash")
+	for _, f := range inj.firedFaults() {
+		r.reach(true, fmt.Sprintf("fault %d on %v", f.Kind, f.On))
+	}
 	return r.end(run, l, inj, inFlight)
 }
 
@@ -1133,6 +1164,7 @@ func (r *runner) end(run Run, l *wal.Log, inj *injector, inFlight bool) (EndKind
 		r.mem = r.mem.PowerLoss(e.CrashMode())
 	}
 	r.tracef("end: %s", e)
+	r.reach(true, fmt.Sprintf("end %d mode %d", e.Kind, e.Mode))
 	return e.Kind, false
 }
 

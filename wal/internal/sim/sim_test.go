@@ -4,10 +4,15 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 var (
@@ -16,6 +21,7 @@ var (
 	flagStart    = flag.Int64("sim.start", -1, "first seed TestSim tries (default: from the clock)")
 	flagAll      = flag.Bool("sim.keepgoing", false, "go on after a failing seed and report every one")
 	flagTrace    = flag.Bool("sim.trace", false, "log the trace of every schedule, not only failing ones")
+	flagCorpus   = flag.Int("sim.writecorpus", 0, "TestWriteCorpus: scan this many seeds and write a covering corpus to testdata/fuzz/FuzzSim")
 	flagIgnore   = flag.String("sim.ignore", "", "a regular expression: schedules whose every violation matches it count as passing (known bugs)")
 )
 
@@ -123,5 +129,40 @@ func TestEncodeSeed(t *testing.T) {
 		if a != b {
 			t.Fatalf("seed %d: decoded schedule differs:\n%s\n---\n%s", seed, a, b)
 		}
+	}
+}
+
+// TestWriteCorpus (only with -sim.writecorpus=N) scans seeds 0..N-1 and
+// writes to testdata/fuzz/FuzzSim the passing ones that reach a state no
+// earlier pick reached, as fuzz inputs (EncodeSeed).
+func TestWriteCorpus(t *testing.T) {
+	if *flagCorpus == 0 {
+		t.Skip("set -sim.writecorpus=N")
+	}
+	dir := filepath.Join("testdata", "fuzz", "FuzzSim")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	seen := map[string]bool{}
+	for seed := range uint64(*flagCorpus) {
+		res := Execute(Generate(NewSeedSource(seed)))
+		if res.Failed() {
+			continue
+		}
+		var fresh []string
+		for k := range res.Reached {
+			if !seen[k] {
+				fresh = append(fresh, k)
+			}
+		}
+		if len(fresh) == 0 {
+			continue
+		}
+		for _, k := range fresh {
+			seen[k] = true
+		}
+		sort.Strings(fresh)
+		b := EncodeSeed(seed)
+		body := "go test fuzz v1\n[]byte(" + strconv.Quote(string(b)) + ")\n"
+		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%d", seed)), []byte(body), 0o644))
+		t.Logf("seed %d: %s", seed, strings.Join(fresh, ", "))
 	}
 }
