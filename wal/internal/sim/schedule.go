@@ -326,15 +326,18 @@ func Generate(s Source) *Schedule {
 			}
 			return max(1, base/2+s.Intn(base+1))
 		}
+		// a follower's appends re-send the sizes of what was last cut or
+		// lost first, so rolls land on the LSNs they landed on before
+		follower := s.Intn(2) == 0
 		nops := 3 + s.Intn(30)
 		armed := 0
 		for range nops {
 			var op Op
 			switch x := s.Intn(100); {
 			case x < 40:
-				op = Op{Kind: OpAppend, Size: size(), Same: s.Intn(3) == 0, Force: s.Intn(8) == 0}
+				op = Op{Kind: OpAppend, Size: size(), Same: follower || s.Intn(3) == 0, Force: s.Intn(8) == 0}
 			case x < 58:
-				op = Op{Kind: OpBatch, Size: size(), Count: 2 + s.Intn(14), Same: s.Intn(3) == 0, Force: s.Intn(8) == 0}
+				op = Op{Kind: OpBatch, Size: size(), Count: 2 + s.Intn(14), Same: follower || s.Intn(3) == 0, Force: s.Intn(8) == 0}
 			case x < 68:
 				op = Op{Kind: OpSync}
 			case x < 76:
