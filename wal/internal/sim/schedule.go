@@ -329,6 +329,9 @@ func Generate(s Source) *Schedule {
 		// a follower's appends re-send the sizes of what was last cut or
 		// lost first, so rolls land on the LSNs they landed on before
 		follower := s.Intn(2) == 0
+		// half the runs arm no fault: crashes alone, on a log that is not
+		// poisoned, reach further (rolls into kept files, cuts, reuse)
+		faulty := s.Intn(2) == 0
 		nops := 3 + s.Intn(30)
 		armed := 0
 		for range nops {
@@ -349,7 +352,7 @@ func Generate(s Source) *Schedule {
 			case x < 90:
 				op = Op{Kind: OpReadOnly}
 			default:
-				if armed >= 2 {
+				if armed >= 2 || !faulty {
 					op = Op{Kind: OpSync}
 					break
 				}
