@@ -334,6 +334,15 @@ func Generate(s Source) *Schedule {
 		faulty := s.Intn(2) == 0
 		nops := 3 + s.Intn(30)
 		armed := 0
+		if s.Intn(2) == 0 {
+			// the crash comes at a random filesystem operation of the
+			// run, in the middle of a roll, a cut or a sealing
+			c := pickCrash(s)
+			if s.Intn(3) == 0 {
+				c = End{Kind: EndProcess}
+			}
+			r.Ops = append(r.Ops, Op{Kind: OpArm, Fault: Fault{Kind: FaultFreeze, N: 1 + s.Intn(400), Crash: c}})
+		}
 		for range nops {
 			var op Op
 			switch x := s.Intn(100); {
