@@ -236,3 +236,36 @@ func TestSimFoundCutWhoseZeroingFailedComesBack(t *testing.T) {
 	require.Len(t, got, len(want), "R0..R4 and N5: the cut records must not come back after the new one")
 	require.Equal(t, want, got)
 }
+
+// Sim seed 4032: RemoveBefore overwrites first-lsn in place; a write of it
+// that fails part-way (7 of its 16 bytes, then ENOSPC, as a copy-on-write
+// filesystem may answer even an overwrite) leaves a record that no longer
+// checks, and after a process crash Open refuses the log for good ("the
+// LSN recorded in first-lsn is damaged"). The in-place write trusts the
+// sector to be written whole, which holds for the device, not for the
+// write(2) that put the bytes in the page cache.
+func TestSimFoundShortWriteOfFirstLSNLeavesUnopenableLog(t *testing.T) {
+	mem := vfs.NewMem()
+	var armed atomic.Bool
+	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpWrite && filepath.Base(op.Path) == "first-lsn" && armed.CompareAndSwap(true, false) {
+			return &vfs.ShortOp{Keep: 7, Err: syscall.ENOSPC}
+		}
+		return nil
+	})
+	opts := wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 4 << 10, Policy: policy.SyncEveryCommit()}
+	l, err := wal.Open(logDir, opts)
+	require.NoError(t, err)
+	lsns := simFoundAppend(t, l, 1, 40, 300)
+	armed.Store(true)
+	_, err = l.RemoveBefore(lsns[30])
+	require.Error(t, err, "the write of first-lsn failed")
+	l.Close()
+
+	opts.FS = mem.ProcessCrash()
+	l, err = wal.Open(logDir, opts)
+	require.NoError(t, err, "a failed RemoveBefore leaves a log Open refuses")
+	_, got := readAll(t, l, l.FirstLSN())
+	require.NotEmpty(t, got)
+	require.NoError(t, l.Close())
+}

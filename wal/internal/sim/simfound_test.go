@@ -19,6 +19,7 @@ var foundSeeds = []struct {
 	{21054, "RemoveBefore on a log poisoned by a cut that failed once recorded: Open refuses the directory"},
 	{21363, "the same, after a power loss: first-lsn names a start no segment holds"},
 	{20687, "a retried Open never syncs the ancestor directory the failed one created"},
+	{4032, "a short write of first-lsn in RemoveBefore: Open refuses the damaged record (old generator seed; see wal/sim_found_test.go)"},
 	{24059, "a cut whose zeroing sync was lost comes back in place of newer records after a power loss"},
 	{22889, "the same class: a cut frame vouches past a hole after a power loss, Open refuses the log"},
 }
