@@ -397,7 +397,7 @@ func Generate(s Source) *Schedule {
 
 func (f Fault) String() string {
 	var b strings.Builder
-	on := "any op"
+	on := "filesystem operation"
 	if f.On != 0 {
 		on = f.On.String()
 	}
@@ -418,15 +418,17 @@ func (f Fault) String() string {
 }
 
 func ordinal(n int) string {
-	switch n {
-	case 1:
-		return "1st"
-	case 2:
-		return "2nd"
-	case 3:
-		return "3rd"
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
 	}
-	return fmt.Sprintf("%dth", n)
+	return fmt.Sprintf("%d%s", n, suffix)
 }
 
 func (op Op) String() string {
