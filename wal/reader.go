@@ -379,7 +379,8 @@ func (l *Log) removeSegmentFile(path string) error {
 // the segment list is updated at once, under a lock held only for that. It
 // returns the first LSN still kept. Readers positioned in a removed segment
 // fail with fs.ErrNotExist. Concurrent calls are serialized. Errors:
-// ErrClosed, ErrReadOnly (OpenReadOnly), or the filesystem's (the segments not yet removed are then
+// ErrClosed, ErrReadOnly (OpenReadOnly), ErrPoisoned (a failed write or
+// sync: reopen the log first), or the filesystem's (the segments not yet removed are then
 // removed by the next Open).
 func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 	if l.readOnly {
@@ -395,9 +396,17 @@ func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 	defer l.removeMu.Unlock()
 	l.mu.Lock()
 	closed = l.closed // again: a Close that ran meanwhile has released the directory lock
+	poisoned := l.poisoned()
 	l.mu.Unlock()
 	if closed {
 		return 0, ErrClosed
+	}
+	if poisoned != nil {
+		// A failed write or sync may have left a recorded cut or a
+		// segment half sealed that only the next Open settles: removing
+		// segments now could remove the one that cut's record names
+		// (found by the simulator, seeds 242 and 489).
+		return 0, poisoned
 	}
 	// Only RemoveBefore shortens the list at its front, and rolls only
 	// append to it: the first k entries stay what they are read as here.

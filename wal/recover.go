@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/durawal/durawal/wal/internal/format"
@@ -169,10 +170,17 @@ func (l *Log) recover() error {
 		// anything in it is acknowledged: Open synced the parent if it
 		// created the directory, but an earlier Open that created it may
 		// have failed before that sync, or the caller made it.
+		//
+		// Every ancestor, not the parent alone: an earlier Open may have
+		// created more than one level and failed before syncing them all
+		// (found by the simulator, seed 1304). A log is created once;
+		// the few syncs are paid once.
 		if !l.madeDir {
-			parent := filepath.Dir(filepath.Clean(l.dir))
-			if err := l.syncDirAt(parent); err != nil {
-				return fmt.Errorf("wal: open: syncing %s, the parent of the new log's directory: %w", parent, err)
+			for d := filepath.Clean(l.dir); filepath.Dir(d) != d; d = filepath.Dir(d) {
+				parent := filepath.Dir(d)
+				if err := l.syncDirAt(parent); err != nil {
+					return fmt.Errorf("wal: open: syncing %s, an ancestor of the new log's directory: %w", parent, err)
+				}
 			}
 		}
 		if err := l.adoptPooled(pooled, 0); err != nil { // a new log: none is of it
@@ -431,29 +439,38 @@ func (l *Log) repairTail(s *segment, sc *frameScanner, end, proven LSN) error {
 // missing oldest segment is damage, not a checkpoint.
 const firstLSNName = format.FirstLSNName
 
-// writeFirstLSN makes first the recorded start of the log. An existing
-// record is overwritten in place and synced, as PostgreSQL updates
-// pg_control: its 16 bytes lie in the file's first sector, which a disk
-// writes whole or not at all, and an in-place write needs no free block, so
-// RemoveBefore can free space on a full disk. A new record is written under
-// a temporary name, synced, renamed into place and the directory synced.
+// writeFirstLSN makes first the recorded start of the log: written under
+// a temporary name, synced, renamed into place and the directory synced, so
+// that a write cut short (a full disk, a crash) leaves the old record whole.
+// Where that needs a block the disk no longer has (ENOSPC), the record is
+// overwritten in place and synced, as PostgreSQL updates pg_control: its 16
+// bytes lie in the file's first sector, and an in-place write needs no free
+// block, so RemoveBefore can free space on a full disk. An in-place write
+// that fails puts the old record back (the simulator, seed 4032, found a
+// short write leaving a record that no longer checked).
 func (l *Log) writeFirstLSN(first LSN) error {
-	f, err := l.fs.OpenReadWrite(filepath.Join(l.dir, firstLSNName), l.bufferedMethod())
-	if err == nil {
-		if _, err := f.WriteAt(encodeLSNRecord(first), 0); err != nil {
-			f.Close()
-			return err
-		}
-		if err := l.syncSegment(f); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
+	err := l.writeLSNFile(firstLSNName, first)
+	if err == nil || !errors.Is(err, syscall.ENOSPC) {
 		return err
 	}
-	return l.writeLSNFile(firstLSNName, first)
+	f, oerr := l.fs.OpenReadWrite(filepath.Join(l.dir, firstLSNName), l.bufferedMethod())
+	if oerr != nil {
+		return err
+	}
+	old := make([]byte, 16)
+	n, _ := f.ReadAt(old, 0)
+	if _, werr := f.WriteAt(encodeLSNRecord(first), 0); werr != nil {
+		if n == len(old) {
+			f.WriteAt(old, 0) // best effort: the record as it was
+		}
+		f.Close()
+		return werr
+	}
+	if serr := l.syncSegment(f); serr != nil {
+		f.Close()
+		return serr
+	}
+	return f.Close()
 }
 
 // checkFirst compares the segments found with the recorded start of the

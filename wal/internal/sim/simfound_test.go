@@ -1,5 +1,3 @@
-//go:build simfound
-
 package sim
 
 import (
@@ -9,7 +7,7 @@ import (
 
 // foundSeeds are schedules that found violations on main as of issue 25
 // (see wal/sim_found_test.go for focused regressions of each). They pass
-// once the bugs are fixed: go test -tags simfound ./wal/internal/sim.
+// since the fixes; they stay as part of the corpus.
 var foundSeeds = []struct {
 	seed uint64
 	what string
