@@ -303,6 +303,12 @@ func (r *Reader) frameAt(lsn, end LSN) ([]byte, int64, error) {
 				if err := reused(r.f, r.first); err != nil {
 					return nil, 0, err
 				}
+				if attempt < 3 && r.replaced() {
+					// The empty segment was replaced under the same name
+					// (replaceEmpty): read the file the name holds now.
+					r.win, r.wlsn = r.win[:0], lsn
+					continue
+				}
 				return nil, 0, &CorruptionError{Segment: r.name, Offset: headerSize(r.ff.Version) + int64(lsn-r.first),
 					Reason: fmt.Sprintf("%s at LSN %d below the written LSN %d", st, lsn, end)}
 			}
@@ -325,6 +331,23 @@ func (r *Reader) frameAt(lsn, end LSN) ([]byte, int64, error) {
 		}
 		r.wlsn = lsn
 	}
+}
+
+// replaced reports whether the open segment's name now holds another use
+// of a segment file at the same first LSN, and if so reads from that one
+// from then on.
+func (r *Reader) replaced() bool {
+	h, err := r.l.openSegmentForRead(r.first)
+	if err != nil {
+		return false
+	}
+	if h.ff == r.ff {
+		h.f.Close()
+		return false
+	}
+	r.f.Close()
+	r.f, r.ff = h.f, h.ff
+	return true
 }
 
 // Close releases the Reader's file.
