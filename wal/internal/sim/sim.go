@@ -811,7 +811,7 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if r.stop {
 				return 0, false
 			}
-			r.tracef("%d.%d Append %d bytes: LSN %d, err %v%s", r.runIdx, j, len(d), lsn, err, flight(ok))
+			r.tracef("%d.%d Append %d bytes: LSN %v, err %v%s", r.runIdx, j, len(d), result(ok, &lsn), result(ok, &err), flight(ok))
 			switch {
 			case !ok:
 				r.appended(run, op, [][]byte{d}, []string{id}, nil, nil, true)
@@ -846,7 +846,11 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if r.stop {
 				return 0, false
 			}
-			r.tracef("%d.%d AppendBatch %d records: LSNs %v, err %v%s", r.runIdx, j, len(datas), shortLSNs(lsns), err, flight(ok))
+			shown := "(in flight)"
+			if ok { // a batch still in flight may be filling lsns
+				shown = shortLSNs(lsns)
+			}
+			r.tracef("%d.%d AppendBatch %d records: LSNs %v, err %v%s", r.runIdx, j, len(datas), shown, result(ok, &err), flight(ok))
 			var be *wal.BatchError
 			switch {
 			case !ok:
@@ -877,7 +881,7 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if r.stop {
 				return 0, false
 			}
-			r.tracef("%d.%d Sync: %v%s", r.runIdx, j, err, flight(ok))
+			r.tracef("%d.%d Sync: %v%s", r.runIdx, j, result(ok, &err), flight(ok))
 			if ok && err == nil {
 				for k := range r.lineage[:n] {
 					if r.lineage[k].lsn < r.claimCap {
@@ -898,11 +902,12 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if poisoned {
 				// a poisoned log refuses the cut before recording it
 				var err error
-				if r.call("TruncateAfter", inj, func() { err = l.TruncateAfter(cut) }); r.stop {
+				pok := r.call("TruncateAfter", inj, func() { err = l.TruncateAfter(cut) })
+				if r.stop {
 					return 0, false
 				}
-				r.tracef("%d.%d TruncateAfter(%d) on the poisoned log: %v", r.runIdx, j, cut, err)
-				if err == nil {
+				r.tracef("%d.%d TruncateAfter(%d) on the poisoned log: %v", r.runIdx, j, cut, result(pok, &err))
+				if pok && err == nil {
 					r.violate("TruncateAfter(%d) on a poisoned log returned nil", cut)
 					return 0, false
 				}
@@ -915,7 +920,7 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if r.stop {
 				return 0, false
 			}
-			r.tracef("%d.%d TruncateAfter(%d) (record %s; %d records dropped): %v%s", r.runIdx, j, cut, r.lineage[k].id, len(r.lineage)-k, err, flight(ok))
+			r.tracef("%d.%d TruncateAfter(%d) (record %s; %d records dropped): %v%s", r.runIdx, j, cut, r.lineage[k].id, len(r.lineage)-k, result(ok, &err), flight(ok))
 			r.reach(ok && err == nil, "cut")
 			r.reach(ok && errors.Is(err, wal.ErrPoisoned), "cut failed once recorded")
 			if ok && err == nil {
@@ -945,7 +950,7 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if r.stop {
 				return 0, false
 			}
-			r.tracef("%d.%d RemoveBefore(%d): first %d, %v%s", r.runIdx, j, at, first, err, flight(ok))
+			r.tracef("%d.%d RemoveBefore(%d): first %v, %v%s", r.runIdx, j, at, result(ok, &first), result(ok, &err), flight(ok))
 			if ok && err == nil {
 				if first > max(at, first0) {
 					r.violate("RemoveBefore(%d) returned first LSN %d, past the LSN asked and the start %d", at, first, first0)
@@ -968,12 +973,19 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			var one []byte
 			var oneErr error
 			var oneAt = -1
+			// What the read needs from the runner, taken before it starts:
+			// a read held by a fault goes on running after the call gives
+			// up on it, while the runner moves on.
+			var oneLSN wal.LSN
+			if len(r.lineage) > 0 {
+				oneAt = int(r.seq % uint64(len(r.lineage)))
+				oneLSN = r.lineage[oneAt].lsn
+			}
 			ok := r.call("read", inj, func() {
 				recs, err = readAll(l)
-				if len(r.lineage) > 0 {
-					oneAt = int(r.seq % uint64(len(r.lineage)))
-					if r.lineage[oneAt].lsn >= l.FirstLSN() {
-						one, oneErr = l.ReadRecord(r.lineage[oneAt].lsn, nil)
+				if oneAt >= 0 {
+					if oneLSN >= l.FirstLSN() {
+						one, oneErr = l.ReadRecord(oneLSN, nil)
 					} else {
 						oneAt = -1
 					}
@@ -982,7 +994,11 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if r.stop {
 				return 0, false
 			}
-			r.tracef("%d.%d read: %s, %v%s", r.runIdx, j, describe(recs), err, flight(ok))
+			if ok {
+				r.tracef("%d.%d read: %s, %v", r.runIdx, j, describe(recs), err)
+			} else {
+				r.tracef("%d.%d read: (in flight at the crash)", r.runIdx, j)
+			}
 			if !ok {
 				inFlight = true
 				break
@@ -1029,11 +1045,12 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if r.stop {
 				return 0, false
 			}
-			r.tracef("%d.%d OpenReadOnly (live): %s, %v", r.runIdx, j, describe(recs), err)
 			if !ok {
+				r.tracef("%d.%d OpenReadOnly (live): (in flight at the crash)", r.runIdx, j)
 				inFlight = true
 				break
 			}
+			r.tracef("%d.%d OpenReadOnly (live): %s, %v", r.runIdx, j, describe(recs), err)
 			if err != nil && !inj.firedAny() && !errors.Is(err, fs.ErrNotExist) {
 				r.violate("OpenReadOnly of the live log: %v", err)
 				return 0, false
@@ -1071,6 +1088,15 @@ func flight(ok bool) string {
 		return ""
 	}
 	return " (in flight at the crash)"
+}
+
+// result returns *p once the call that sets it returned (ok), and a
+// placeholder otherwise: a call still in flight may be writing *p.
+func result[T any](ok bool, p *T) any {
+	if !ok {
+		return "?"
+	}
+	return *p
 }
 
 func shortLSNs(l []wal.LSN) string {
