@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/durawal/durawal/internal/longtest"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
@@ -507,7 +508,7 @@ func TestSealFailEveryOp(t *testing.T) {
 	// zero-fill them.
 	pols := []policy.Policy{policy.SyncEveryCommit(), policy.SyncEveryN(3), policy.SyncInterval(time.Millisecond),
 		policy.BufferedInterval(time.Millisecond, time.Millisecond), policy.AsyncCommit(time.Millisecond, 0), policy.SyncNever()}
-	for _, m := range []vfs.SyncMethod{vfs.Fdatasync, vfs.ODirect} {
+	for _, m := range []vfs.SyncMethod{vfs.Fdatasync, vfs.ODirect}[:longtest.Pick(2, 1)] { // O_DIRECT with DURAWAL_LONG=1
 		for _, pol := range pols {
 			for _, wl := range workloads {
 				t.Run(fmt.Sprintf("%v/%s/%s", m, pol, wl.name), func(t *testing.T) {
