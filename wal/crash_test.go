@@ -22,7 +22,7 @@ import (
 )
 
 var (
-	seedsFlag = flag.Int("seeds", 0, "seeds for TestPowerLossProperty (default with DURAWAL_LONG=1 2000 with -race, 5000 without; else 400 and 1000; or $DURAWAL_SEEDS)")
+	seedsFlag = flag.Int("seeds", 0, "seeds for TestPowerLossProperty (default with DURAWAL_LONG=1 2000 with -race, 5000 without; else 200 and 500; or $DURAWAL_SEEDS)")
 	seedFlag  = flag.Int64("seed", -1, "run TestPowerLossProperty for this one seed only")
 )
 
@@ -169,9 +169,9 @@ func seedCount(t *testing.T) int {
 		return 200
 	}
 	if raceEnabled {
-		return longtest.Pick(2000, 400)
+		return longtest.Pick(2000, 200)
 	}
-	return longtest.Pick(5000, 1000)
+	return longtest.Pick(5000, 500)
 }
 
 // otherMethodShare is the fraction of the seeds each sync method other than
