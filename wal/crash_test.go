@@ -239,7 +239,7 @@ func powerLossSeed(t *testing.T, seed int64, method vfs.SyncMethod, images *atom
 		if seed%3 == 1 {
 			opts = wal.WithScanWindow(opts, 48+8*int64(rng.IntN(64))) // frames straddle recovery's windows
 		}
-		maxRec := int(segSize) - 80 // header 32, frame header 24, end/link frame room 24
+		maxRec := int(segSize) - 112 // header 64, frame header 24, end/link frame room 24
 		mem := vfs.NewMem()
 		mem.SetDirectIOAlignment([]int{512, 4096}[seed%2])
 		l := openLog(t, mem, opts)

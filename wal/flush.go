@@ -29,6 +29,7 @@ func (l *Log) flush(need groupcommit.Level) (written, synced uint64, err error) 
 	b := l.active
 	l.active = l.spareBuf
 	l.active.reset(l.next)
+	l.active.seg = l.appendSeg
 	b.released() // appends waiting for room copy into the new active half
 	l.postponeStart, l.delayedSeen = time.Time{}, false
 	l.writing.Store(true)
@@ -287,7 +288,7 @@ func (l *Log) writeLink(old *segment, next LSN) error {
 		return err
 	}
 	b := make([]byte, endFrameSize) // the FS may scramble what it is given
-	encodeEndFrame(b, next, flagLink)
+	encodeEndFrame(b, old.format(), l.epoch.N, next, flagLink)
 	if _, err := f.WriteAt(b, old.offset(next)); err != nil {
 		f.Close()
 		return err

@@ -23,7 +23,7 @@ import (
 
 // On-disk sizes the tests compute expectations from (the package doc).
 const (
-	segHeader   = 32
+	segHeader   = 64
 	frameHeader = 24
 	// endFrame is what a version-2 segment keeps free at its end for the
 	// end or link frame: records fill at most SegmentSize-segHeader-endFrame.
@@ -729,11 +729,11 @@ func TestOpenReadsOnlyTheLastSegment(t *testing.T) {
 	lsns, recs, info := replay(t, w.mem, opts)
 	require.Equal(t, len(segs)-1, info.TrustedSegments)
 	require.Zero(t, info.VerifiedSegments)
-	// Every segment's header (32 bytes) before the scan; the last one's
+	// Every segment's header (64 bytes) before the scan; the last one's
 	// header, its predecessor's header and link frame (24) to see whether a
 	// roll was cut short (recoverRoll); then each sealed segment's header
 	// again and its link frame.
-	require.LessOrEqual(t, info.BytesRead, int64(segSize+len(segs)*32+(32+32+24)+(len(segs)-1)*(32+24)))
+	require.LessOrEqual(t, info.BytesRead, int64(segSize+len(segs)*segHeader+(segHeader+segHeader+24)+(len(segs)-1)*(segHeader+24)))
 
 	vopts := opts
 	vopts.VerifyOnOpen = true
