@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -74,12 +73,12 @@ func TestUndoneRollFramesNotAdoptedThroughKeptFile(t *testing.T) {
 			}
 			require.Equal(t, uint64(4), l.Stats().Rolls)
 			require.NoError(t, l.Close())
-			kept := keptFiles(t, mem)
-			require.NotEmpty(t, kept, "RemoveBefore kept files for reuse")
+			keptNames := kept(t, mem)
+			require.NotEmpty(t, keptNames, "RemoveBefore kept files for reuse")
 			p := segs[len(segs)-1]
 			pBefore := fileBytes(t, mem, p)
 			keptBefore := map[string][]byte{}
-			for _, k := range kept {
+			for _, k := range keptNames {
 				keptBefore[k] = fileBytes(t, mem, k)
 			}
 
@@ -102,7 +101,7 @@ func TestUndoneRollFramesNotAdoptedThroughKeptFile(t *testing.T) {
 			require.Greater(t, len(segs2), len(segs), "run 2 rolled")
 			newSeg := segs2[len(segs2)-1]
 			var reused string
-			for _, k := range kept {
+			for _, k := range keptNames {
 				if _, err := img.Open(filepath.Join(logDir, k)); err != nil {
 					reused = k
 				}
@@ -145,19 +144,18 @@ func TestUndoneRollFramesNotAdoptedThroughKeptFile(t *testing.T) {
 	}
 }
 
-// keptFiles returns the names of the segment files RemoveBefore kept for
-// reuse in logDir.
-func keptFiles(t *testing.T, fsys vfs.FS) []string {
-	t.Helper()
-	names, err := fsys.List(logDir)
-	require.NoError(t, err)
-	var kept []string
-	for _, n := range names {
-		if strings.HasPrefix(n, "recycle-") {
-			kept = append(kept, n)
+// failNextSegmentSync returns an injector for mem that, once armed is set,
+// makes the next sync of a segment file fail as Linux's does after a lost
+// writeback (MemFS.FailNextSync: the written pages marked clean, the disk
+// keeping the old bytes).
+func failNextSegmentSync(mem *vfs.MemFS) (vfs.Injector, *atomic.Bool) {
+	armed := new(atomic.Bool)
+	return vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, ".wal") && armed.CompareAndSwap(true, false) {
+			mem.FailNextSync(syscall.EIO)
 		}
-	}
-	return kept
+		return nil
+	}), armed
 }
 
 // TestFailedCutZeroingDoesNotResurrectCutRecords (issue case 2): the sync
@@ -169,14 +167,7 @@ func keptFiles(t *testing.T, fsys vfs.FS) []string {
 // they came back after the new record (R0..R4, N5, R6..R9).
 func TestFailedCutZeroingDoesNotResurrectCutRecords(t *testing.T) {
 	mem := vfs.NewMem()
-	var armed atomic.Bool
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if armed.Load() && op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, ".wal") {
-			armed.Store(false)
-			mem.FailNextSync(syscall.EIO)
-		}
-		return nil
-	})
+	inj, armed := failNextSegmentSync(mem)
 	opts := wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 64 << 10, Policy: policy.SyncEveryCommit()}
 	l, err := wal.Open(logDir, opts)
 	require.NoError(t, err)
@@ -223,14 +214,7 @@ func TestFailedCutZeroingDoesNotResurrectCutRecords(t *testing.T) {
 // new entries and nothing of the old suffix.
 func TestFailedCutZeroingRaftShape(t *testing.T) {
 	mem := vfs.NewMem()
-	var armed atomic.Bool
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if armed.Load() && op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, ".wal") {
-			armed.Store(false)
-			mem.FailNextSync(syscall.EIO)
-		}
-		return nil
-	})
+	inj, armed := failNextSegmentSync(mem)
 	entry := func(term, index int) []byte {
 		return []byte(fmt.Sprintf("term %d index %02d %s", term, index, strings.Repeat("e", 40)))
 	}
@@ -306,24 +290,15 @@ func lsnRecord(lsn wal.LSN) []byte {
 	return b
 }
 
-// TestRecordFileReadErrorIsTheFilesystems: an I/O error reading first-lsn
-// (or any small record file) is the filesystem's error, not corruption.
-func TestRecordFileReadErrorIsTheFilesystems(t *testing.T) {
-	for _, name := range []string{"first-lsn", "epoch"} {
-		t.Run(name, func(t *testing.T) {
-			mem := vfs.NewMem()
-			l, err := wal.Open(logDir, wal.Options{FS: mem, SegmentSize: 64 << 10})
-			require.NoError(t, err)
-			require.NoError(t, l.Close())
-			inj := vfs.InjectorFunc(func(op vfs.Op) error {
-				if op.Kind == vfs.OpRead && filepath.Base(op.Path) == name {
-					return syscall.EIO
-				}
-				return nil
-			})
-			_, err = wal.Open(logDir, wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 64 << 10})
-			require.ErrorIs(t, err, syscall.EIO)
-			require.False(t, errors.Is(err, wal.ErrCorrupt), "an I/O error is not damage: %v", err)
-		})
-	}
+// TestEpochReadErrorIsTheFilesystems: an I/O error reading the epoch record
+// is the filesystem's error, not corruption (first-lsn and truncate-lsn:
+// sim_found_test.go).
+func TestEpochReadErrorIsTheFilesystems(t *testing.T) {
+	mem := vfs.NewMem()
+	l, err := wal.Open(logDir, wal.Options{FS: mem, SegmentSize: 64 << 10})
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	_, err = wal.Open(logDir, wal.Options{FS: vfs.Inject(mem, failReadsOf("epoch")), SegmentSize: 64 << 10})
+	require.ErrorIs(t, err, syscall.EIO)
+	require.NotErrorIs(t, err, wal.ErrCorrupt, "an I/O error is not damage")
 }
