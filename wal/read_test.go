@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/durawal/durawal/internal/longtest"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
@@ -111,8 +112,8 @@ func testReadRecordIO(t *testing.T, fsName string) {
 		mem, dir = vfs.OS(), t.TempDir()
 	}
 	segSize := int64(64 << 20) // the case: the last record of a full default segment
-	if raceEnabled {
-		segSize = 4 << 20 // the same reads, a sixteenth of the filling (-race is ~10× slower)
+	if raceEnabled || !longtest.Long() {
+		segSize = 4 << 20 // the same reads, a sixteenth of the filling (-race is ~10× slower; 64 MiB with DURAWAL_LONG=1)
 	}
 	l, err := wal.Open(dir, wal.Options{Policy: policy.SyncNever(), SegmentSize: segSize, FS: c.inject(mem)})
 	require.NoError(t, err)
