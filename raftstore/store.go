@@ -86,10 +86,15 @@ const (
 // policy.SyncEveryCommit. It is safe for concurrent use: Raft reads entries
 // (GetLog) from its replication goroutines while it stores and deletes.
 type Store struct {
-	log  *wal.Log
-	fs   vfs.FS
-	dir  string
-	wmu  sync.Mutex // serialises StoreLogs and DeleteRange
+	log *wal.Log
+	fs  vfs.FS
+	dir string
+	wmu sync.Mutex // serialises StoreLogs and DeleteRange
+	// cut is held shared by GetLog from its lookup of an LSN to the end of
+	// its read, and exclusively by a DeleteRange that cuts the log's end:
+	// an LSN looked up is never read after a cut has made it the LSN of
+	// another record, or of none (the middle of a newer one).
+	cut  sync.RWMutex
 	mu   sync.RWMutex
 	base uint64    // index of lsns[0]; meaningful when len(lsns) > 0
 	lsns []wal.LSN // LSN of each index from base on
@@ -196,8 +201,14 @@ func (s *Store) LastIndex() (uint64, error) {
 
 // GetLog reads the entry at index into log, with one wal.Log.ReadRecord.
 // log.Data and log.Extensions are fresh slices the caller may keep. A
-// missing index is raft.ErrLogNotFound.
+// missing index is raft.ErrLogNotFound, also for one deleted while the call
+// ran; an index deleted and stored again meanwhile reads as one of the two
+// entries. ErrCorruptEntry (or wal.ErrCorrupt) means the log is damaged,
+// never that it changed under the call: a GetLog holds off a suffix
+// DeleteRange until its read is done.
 func (s *Store) GetLog(index uint64, log *raft.Log) error {
+	s.cut.RLock()
+	defer s.cut.RUnlock()
 	s.mu.RLock()
 	if len(s.lsns) == 0 || index < s.base || index-s.base >= uint64(len(s.lsns)) {
 		s.mu.RUnlock()
@@ -205,6 +216,9 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 	}
 	lsn := s.lsns[index-s.base]
 	s.mu.RUnlock()
+	// No cut can run until the read is done, so lsn is the LSN of the
+	// entry at index unless a prefix DeleteRange removes its segment
+	// meanwhile: wal.ErrNotFound.
 	rec, err := s.log.ReadRecord(lsn, nil)
 	if err != nil {
 		if errors.Is(err, wal.ErrNotFound) {
@@ -216,7 +230,7 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 		return fmt.Errorf("%w: at LSN %d: %w", ErrCorruptEntry, lsn, err)
 	}
 	if log.Index != index {
-		return raft.ErrLogNotFound // deleted and overwritten meanwhile
+		return fmt.Errorf("%w: LSN %d holds index %d, not %d", ErrCorruptEntry, lsn, log.Index, index)
 	}
 	return nil
 }
@@ -313,6 +327,8 @@ func (s *Store) DeleteRange(min, max uint64) error {
 	}
 	switch {
 	case min <= first && max >= last: // everything
+		s.cut.Lock() // no GetLog reads an LSN the cut may reuse
+		defer s.cut.Unlock()
 		if err := s.log.TruncateAfter(s.log.FirstLSN()); err != nil {
 			return err
 		}
@@ -333,6 +349,8 @@ func (s *Store) DeleteRange(min, max uint64) error {
 		_, err := s.log.RemoveBefore(at)
 		return err
 	case max >= last: // a suffix
+		s.cut.Lock()
+		defer s.cut.Unlock()
 		s.mu.RLock()
 		at := s.lsns[min-s.base]
 		s.mu.RUnlock()
