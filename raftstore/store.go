@@ -1,12 +1,17 @@
-// Package raftstore is a [raft.LogStore] for github.com/hashicorp/raft on a
-// durawal write-ahead log ([wal.Log]) that syncs every commit.
+// Package raftstore is a [raft.LogStore] and a [raft.StableStore] for
+// github.com/hashicorp/raft on a durawal write-ahead log ([wal.Log]) that
+// syncs every commit: one Store is all the durable state a Raft node needs
+// besides its snapshots, passed as both stores to raft.NewRaft.
 //
 // # Layout
 //
-// A Store lives in a directory holding the log (subdirectory "wal") and
-// the file "first-index", a durable note of the first Raft index kept (8
-// bytes little endian and their xxhash64). Each Raft entry is one log
-// record, every field of [raft.Log] kept (little endian):
+// A Store lives in a directory holding the log (subdirectory "wal"), the
+// file "first-index", a durable note of the first Raft index kept (8 bytes
+// little endian and their xxhash64), and the file "stable", the
+// StableStore's keys and values (current term, last vote) with their
+// xxhash64. Both files are replaced whole, atomically: a temporary file,
+// synced, renamed over the old one, and the directory synced. Each Raft
+// entry is one log record, every field of [raft.Log] kept (little endian):
 //
 //	offset  size  field
 //	0       8     index
@@ -83,8 +88,9 @@ const (
 )
 
 // Store is a raft.LogStore and raft.MonotonicLogStore on a wal.Log under
-// policy.SyncEveryCommit. It is safe for concurrent use: Raft reads entries
-// (GetLog) from its replication goroutines while it stores and deletes.
+// policy.SyncEveryCommit, and a raft.StableStore in a file beside it. It is
+// safe for concurrent use: Raft reads entries (GetLog) from its replication
+// goroutines while it stores and deletes.
 type Store struct {
 	log *wal.Log
 	fs  vfs.FS
@@ -102,6 +108,11 @@ type Store struct {
 	// it are dropped entries. Guarded by wmu.
 	noted uint64
 
+	// smu guards kv, the StableStore's keys and values as the stable file
+	// holds them.
+	smu sync.Mutex
+	kv  map[string][]byte
+
 	// Scratch for StoreLogs, guarded by wmu.
 	recs  [][]byte
 	out   []wal.LSN
@@ -111,8 +122,9 @@ type Store struct {
 // Open opens (creating if needed) the Store in dir. opts configures the log;
 // its Policy is replaced by policy.SyncEveryCommit (Raft requires every
 // stored entry to be durable when StoreLogs returns), and opts.FS (default
-// the OS) also holds the first-index note. Errors are those of wal.Open,
-// ErrCorruptEntry for a record that is not an entry, and the filesystem's.
+// the OS) also holds the first-index note and the stable file. Errors are
+// those of wal.Open, ErrCorruptEntry for a record that is not an entry,
+// wal.ErrCorrupt for a damaged note or stable file, and the filesystem's.
 func Open(dir string, opts wal.Options) (*Store, error) {
 	opts.Policy = policy.SyncEveryCommit()
 	if opts.FS == nil {
@@ -125,6 +137,10 @@ func Open(dir string, opts wal.Options) (*Store, error) {
 	}
 	s.log = l
 	if s.noted, err = s.readNote(); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := s.readStable(); err != nil {
 		l.Close()
 		return nil, err
 	}
@@ -439,32 +455,13 @@ func (s *Store) readNote() (uint64, error) {
 	return binary.LittleEndian.Uint64(b[:8]), nil
 }
 
-// writeNote makes index the recorded first index: a temporary file, synced,
-// renamed over the note, and the directory synced.
+// writeNote makes index the recorded first index (writeFile).
 func (s *Store) writeNote(index uint64) error {
-	tmp := filepath.Join(s.dir, firstIndexFile+".tmp")
-	s.fs.Remove(tmp) // a leftover of a crash
-	f, err := s.fs.Create(tmp, vfs.Fdatasync)
-	if err != nil {
-		return fmt.Errorf("raftstore: %w", err)
-	}
 	b := make([]byte, 16)
 	binary.LittleEndian.PutUint64(b[:8], index)
 	binary.LittleEndian.PutUint64(b[8:], xxhash.Sum64(b[:8]))
-	if _, err = f.WriteAt(b, 0); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = s.fs.Rename(tmp, filepath.Join(s.dir, firstIndexFile))
-	}
-	if err == nil {
-		err = s.fs.SyncDir(s.dir)
-	}
-	if err != nil {
-		return fmt.Errorf("raftstore: writing %s: %w", firstIndexFile, err)
+	if err := s.writeFile(firstIndexFile, b); err != nil {
+		return err
 	}
 	s.noted = index
 	return nil
