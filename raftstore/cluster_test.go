@@ -48,14 +48,14 @@ func (snapshot) Release()                             {}
 // LogStore and its StableStore; snaps survives a restart (no snapshot is
 // taken: SnapshotThreshold is out of reach).
 type node struct {
-	id     raft.ServerID
-	addr   raft.ServerAddress
-	dir    string
-	store  *raftstore.Store
-	snaps  *raft.InmemSnapshotStore
-	trans  *raft.NetworkTransport
-	fsm    *fsm
-	raft   *raft.Raft
+	id    raft.ServerID
+	addr  raft.ServerAddress
+	dir   string
+	store *raftstore.Store
+	snaps *raft.InmemSnapshotStore
+	trans *raft.NetworkTransport
+	fsm   *fsm
+	raft  *raft.Raft
 }
 
 func raftConfig(id raft.ServerID) *raft.Config {
