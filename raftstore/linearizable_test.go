@@ -188,8 +188,8 @@ func deadResponse(rpc raft.RPC) any {
 
 func (g *gatedTransport) close() { g.once.Do(func() { close(g.stop) }) }
 
-func (g *gatedTransport) Consumer() <-chan raft.RPC        { return g.consumer }
-func (g *gatedTransport) LocalAddr() raft.ServerAddress    { return g.inner.LocalAddr() }
+func (g *gatedTransport) Consumer() <-chan raft.RPC          { return g.consumer }
+func (g *gatedTransport) LocalAddr() raft.ServerAddress      { return g.inner.LocalAddr() }
 func (g *gatedTransport) SetHeartbeatHandler(func(raft.RPC)) {}
 func (g *gatedTransport) EncodePeer(id raft.ServerID, a raft.ServerAddress) []byte {
 	return g.inner.EncodePeer(id, a)
