@@ -44,19 +44,18 @@ type snapshot struct{}
 func (snapshot) Persist(sink raft.SnapshotSink) error { return sink.Close() }
 func (snapshot) Release()                             {}
 
-// node is one member of a test cluster; stable and snaps survive a restart
-// (the test stands in for a durable StableStore with an in-memory one kept
-// across the restart).
+// node is one member of a test cluster: its raftstore.Store is both its
+// LogStore and its StableStore; snaps survives a restart (no snapshot is
+// taken: SnapshotThreshold is out of reach).
 type node struct {
-	id     raft.ServerID
-	addr   raft.ServerAddress
-	dir    string
-	store  *raftstore.Store
-	stable *raft.InmemStore
-	snaps  *raft.InmemSnapshotStore
-	trans  *raft.NetworkTransport
-	fsm    *fsm
-	raft   *raft.Raft
+	id    raft.ServerID
+	addr  raft.ServerAddress
+	dir   string
+	store *raftstore.Store
+	snaps *raft.InmemSnapshotStore
+	trans *raft.NetworkTransport
+	fsm   *fsm
+	raft  *raft.Raft
 }
 
 func raftConfig(id raft.ServerID) *raft.Config {
@@ -80,7 +79,7 @@ func (n *node) start(t *testing.T, bind string) {
 	require.NoError(t, err)
 	n.addr = n.trans.LocalAddr()
 	n.fsm = &fsm{}
-	n.raft, err = raft.NewRaft(raftConfig(n.id), n.fsm, n.store, n.stable, n.snaps, n.trans)
+	n.raft, err = raft.NewRaft(raftConfig(n.id), n.fsm, n.store, n.store, n.snaps, n.trans)
 	require.NoError(t, err)
 }
 
@@ -180,7 +179,7 @@ func startNodes(t *testing.T, root string, n int) ([]*node, []raft.Server) {
 	var servers []raft.Server
 	for i := range nodes {
 		nd := &node{id: raft.ServerID(fmt.Sprintf("n%d", i)), dir: filepath.Join(root, fmt.Sprint(i)),
-			stable: raft.NewInmemStore(), snaps: raft.NewInmemSnapshotStore()}
+			snaps: raft.NewInmemSnapshotStore()}
 		nd.start(t, "127.0.0.1:0")
 		nodes[i] = nd
 		servers = append(servers, raft.Server{ID: nd.id, Address: nd.addr})

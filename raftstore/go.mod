@@ -3,6 +3,7 @@ module github.com/durawal/durawal/raftstore
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/durawal/durawal v0.2.0
 	github.com/hashicorp/go-hclog v1.6.3

@@ -1,23 +1,20 @@
 package raftstore_test
 
 // A node killed for real: the test binary re-executes itself as a child
-// (TestKillNodeChild) that runs one raft node with a raftstore.Store and a
-// file-backed StableStore, and reports its applied index in a file. The
+// (TestKillNodeChild) that runs one raft node on a raftstore.Store alone
+// (its LogStore and its StableStore), and reports its applied index in a file. The
 // parent runs the two other nodes, SIGKILLs the child while commands are
 // being applied, restarts it on the same directory and address, waits for
 // it to catch up, kills it again, and compares its log, opened from its
 // directory, entry by entry with the leader's.
 
 import (
-	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,84 +30,6 @@ const (
 	childEnvPeers = "RAFTSTORE_CHILD_PEERS" // id=addr,id=addr,...
 )
 
-// fileStable is a raft.StableStore kept in one JSON file, rewritten and
-// fsynced (temporary file, rename) at every change: enough for a node that
-// is killed and restarted.
-type fileStable struct {
-	mu   sync.Mutex
-	path string
-	kv   map[string][]byte
-}
-
-func openFileStable(path string) (*fileStable, error) {
-	s := &fileStable{path: path, kv: map[string][]byte{}}
-	b, err := os.ReadFile(path)
-	if err == nil {
-		err = json.Unmarshal(b, &s.kv)
-	} else if os.IsNotExist(err) {
-		err = nil
-	}
-	return s, err
-}
-
-func (s *fileStable) save() error {
-	b, err := json.Marshal(s.kv)
-	if err != nil {
-		return err
-	}
-	tmp := s.path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err = f.Write(b); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, s.path)
-	}
-	if err == nil {
-		var d *os.File
-		if d, err = os.Open(filepath.Dir(s.path)); err == nil {
-			err = d.Sync()
-			d.Close()
-		}
-	}
-	return err
-}
-
-func (s *fileStable) Set(k, v []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.kv[string(k)] = append([]byte(nil), v...)
-	return s.save()
-}
-
-func (s *fileStable) Get(k []byte) ([]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.kv[string(k)]
-	if !ok {
-		return nil, fmt.Errorf("not found")
-	}
-	return v, nil
-}
-
-func (s *fileStable) SetUint64(k []byte, v uint64) error {
-	return s.Set(k, []byte(strconv.FormatUint(v, 10)))
-}
-
-func (s *fileStable) GetUint64(k []byte) (uint64, error) {
-	v, err := s.Get(k)
-	if err != nil {
-		return 0, nil // raft reads a missing key as 0
-	}
-	return strconv.ParseUint(string(v), 10, 64)
-}
-
 // TestKillNodeChild is the child: a raft node that runs until it is killed
 // (or 60 s pass), writing its applied index to dir/applied.
 func TestKillNodeChild(t *testing.T) {
@@ -120,11 +39,9 @@ func TestKillNodeChild(t *testing.T) {
 	}
 	store, err := raftstore.Open(filepath.Join(dir, "log"), wal.Options{SegmentSize: 1 << 20})
 	require.NoError(t, err)
-	stable, err := openFileStable(filepath.Join(dir, "stable.json"))
-	require.NoError(t, err)
 	trans, err := raft.NewTCPTransport(os.Getenv(childEnvBind), nil, 3, 5*time.Second, io.Discard)
 	require.NoError(t, err)
-	r, err := raft.NewRaft(raftConfig("child"), &fsm{}, store, stable, raft.NewInmemSnapshotStore(), trans)
+	r, err := raft.NewRaft(raftConfig("child"), &fsm{}, store, store, raft.NewInmemSnapshotStore(), trans)
 	require.NoError(t, err)
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
 		os.WriteFile(filepath.Join(dir, "applied.tmp"), []byte(strconv.FormatUint(r.AppliedIndex(), 10)), 0o644)

@@ -1,12 +1,17 @@
-// Package raftstore is a [raft.LogStore] for github.com/hashicorp/raft on a
-// durawal write-ahead log ([wal.Log]) that syncs every commit.
+// Package raftstore is a [raft.LogStore] and a [raft.StableStore] for
+// github.com/hashicorp/raft on a durawal write-ahead log ([wal.Log]) that
+// syncs every commit: one Store is all the durable state a Raft node needs
+// besides its snapshots, passed as both stores to raft.NewRaft.
 //
 // # Layout
 //
-// A Store lives in a directory holding the log (subdirectory "wal") and
-// the file "first-index", a durable note of the first Raft index kept (8
-// bytes little endian and their xxhash64). Each Raft entry is one log
-// record, every field of [raft.Log] kept (little endian):
+// A Store lives in a directory holding the log (subdirectory "wal"), the
+// file "first-index", a durable note of the first Raft index kept (8 bytes
+// little endian and their xxhash64), and the file "stable", the
+// StableStore's keys and values (current term, last vote) with their
+// xxhash64. Both files are replaced whole, atomically: a temporary file,
+// synced, renamed over the old one, and the directory synced. Each Raft
+// entry is one log record, every field of [raft.Log] kept (little endian):
 //
 //	offset  size  field
 //	0       8     index
@@ -83,19 +88,30 @@ const (
 )
 
 // Store is a raft.LogStore and raft.MonotonicLogStore on a wal.Log under
-// policy.SyncEveryCommit. It is safe for concurrent use: Raft reads entries
-// (GetLog) from its replication goroutines while it stores and deletes.
+// policy.SyncEveryCommit, and a raft.StableStore in a file beside it. It is
+// safe for concurrent use: Raft reads entries (GetLog) from its replication
+// goroutines while it stores and deletes.
 type Store struct {
-	log  *wal.Log
-	fs   vfs.FS
-	dir  string
-	wmu  sync.Mutex // serialises StoreLogs and DeleteRange
+	log *wal.Log
+	fs  vfs.FS
+	dir string
+	wmu sync.Mutex // serialises StoreLogs and DeleteRange
+	// cut is held shared by GetLog from its lookup of an LSN to the end of
+	// its read, and exclusively by a DeleteRange that cuts the log's end:
+	// an LSN looked up is never read after a cut has made it the LSN of
+	// another record, or of none (the middle of a newer one).
+	cut  sync.RWMutex
 	mu   sync.RWMutex
 	base uint64    // index of lsns[0]; meaningful when len(lsns) > 0
 	lsns []wal.LSN // LSN of each index from base on
 	// noted is the first index recorded in "first-index": records below
 	// it are dropped entries. Guarded by wmu.
 	noted uint64
+
+	// smu guards kv, the StableStore's keys and values as the stable file
+	// holds them.
+	smu sync.Mutex
+	kv  map[string][]byte
 
 	// Scratch for StoreLogs, guarded by wmu.
 	recs  [][]byte
@@ -106,8 +122,9 @@ type Store struct {
 // Open opens (creating if needed) the Store in dir. opts configures the log;
 // its Policy is replaced by policy.SyncEveryCommit (Raft requires every
 // stored entry to be durable when StoreLogs returns), and opts.FS (default
-// the OS) also holds the first-index note. Errors are those of wal.Open,
-// ErrCorruptEntry for a record that is not an entry, and the filesystem's.
+// the OS) also holds the first-index note and the stable file. Errors are
+// those of wal.Open, ErrCorruptEntry for a record that is not an entry,
+// wal.ErrCorrupt for a damaged note or stable file, and the filesystem's.
 func Open(dir string, opts wal.Options) (*Store, error) {
 	opts.Policy = policy.SyncEveryCommit()
 	if opts.FS == nil {
@@ -120,6 +137,10 @@ func Open(dir string, opts wal.Options) (*Store, error) {
 	}
 	s.log = l
 	if s.noted, err = s.readNote(); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := s.readStable(); err != nil {
 		l.Close()
 		return nil, err
 	}
@@ -196,8 +217,14 @@ func (s *Store) LastIndex() (uint64, error) {
 
 // GetLog reads the entry at index into log, with one wal.Log.ReadRecord.
 // log.Data and log.Extensions are fresh slices the caller may keep. A
-// missing index is raft.ErrLogNotFound.
+// missing index is raft.ErrLogNotFound, also for one deleted while the call
+// ran; an index deleted and stored again meanwhile reads as one of the two
+// entries. ErrCorruptEntry (or wal.ErrCorrupt) means the log is damaged,
+// never that it changed under the call: a GetLog holds off a suffix
+// DeleteRange until its read is done.
 func (s *Store) GetLog(index uint64, log *raft.Log) error {
+	s.cut.RLock()
+	defer s.cut.RUnlock()
 	s.mu.RLock()
 	if len(s.lsns) == 0 || index < s.base || index-s.base >= uint64(len(s.lsns)) {
 		s.mu.RUnlock()
@@ -205,6 +232,9 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 	}
 	lsn := s.lsns[index-s.base]
 	s.mu.RUnlock()
+	// No cut can run until the read is done, so lsn is the LSN of the
+	// entry at index unless a prefix DeleteRange removes its segment
+	// meanwhile: wal.ErrNotFound.
 	rec, err := s.log.ReadRecord(lsn, nil)
 	if err != nil {
 		if errors.Is(err, wal.ErrNotFound) {
@@ -216,7 +246,7 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 		return fmt.Errorf("%w: at LSN %d: %w", ErrCorruptEntry, lsn, err)
 	}
 	if log.Index != index {
-		return raft.ErrLogNotFound // deleted and overwritten meanwhile
+		return fmt.Errorf("%w: LSN %d holds index %d, not %d", ErrCorruptEntry, lsn, log.Index, index)
 	}
 	return nil
 }
@@ -313,6 +343,8 @@ func (s *Store) DeleteRange(min, max uint64) error {
 	}
 	switch {
 	case min <= first && max >= last: // everything
+		s.cut.Lock() // no GetLog reads an LSN the cut may reuse
+		defer s.cut.Unlock()
 		if err := s.log.TruncateAfter(s.log.FirstLSN()); err != nil {
 			return err
 		}
@@ -333,6 +365,8 @@ func (s *Store) DeleteRange(min, max uint64) error {
 		_, err := s.log.RemoveBefore(at)
 		return err
 	case max >= last: // a suffix
+		s.cut.Lock()
+		defer s.cut.Unlock()
 		s.mu.RLock()
 		at := s.lsns[min-s.base]
 		s.mu.RUnlock()
@@ -421,32 +455,13 @@ func (s *Store) readNote() (uint64, error) {
 	return binary.LittleEndian.Uint64(b[:8]), nil
 }
 
-// writeNote makes index the recorded first index: a temporary file, synced,
-// renamed over the note, and the directory synced.
+// writeNote makes index the recorded first index (writeFile).
 func (s *Store) writeNote(index uint64) error {
-	tmp := filepath.Join(s.dir, firstIndexFile+".tmp")
-	s.fs.Remove(tmp) // a leftover of a crash
-	f, err := s.fs.Create(tmp, vfs.Fdatasync)
-	if err != nil {
-		return fmt.Errorf("raftstore: %w", err)
-	}
 	b := make([]byte, 16)
 	binary.LittleEndian.PutUint64(b[:8], index)
 	binary.LittleEndian.PutUint64(b[8:], xxhash.Sum64(b[:8]))
-	if _, err = f.WriteAt(b, 0); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = s.fs.Rename(tmp, filepath.Join(s.dir, firstIndexFile))
-	}
-	if err == nil {
-		err = s.fs.SyncDir(s.dir)
-	}
-	if err != nil {
-		return fmt.Errorf("raftstore: writing %s: %w", firstIndexFile, err)
+	if err := s.writeFile(firstIndexFile, b); err != nil {
+		return err
 	}
 	s.noted = index
 	return nil

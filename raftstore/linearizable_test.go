@@ -1,0 +1,569 @@
+package raftstore_test
+
+// Linearizability while nodes lose power: three hashicorp/raft nodes in
+// this process, each on a raftstore.Store alone (LogStore and StableStore)
+// on its own vfs.MemFS, serve a key-value map; clients apply gets, puts and
+// appends through the leader and record each operation's call and return;
+// a nemesis cuts the power of a leader, of a follower, or of all three at
+// once, and restarts them on the image the power loss left (every
+// vfs.CrashMode, and a process crash). Each history is checked with
+// porcupine, and every acknowledged append must be in the final reads.
+//
+// A node's crash is one instant: its transport goes dead (nothing it sends
+// or answers afterwards reaches a peer) and then the image is taken, so
+// every answer a peer or client received was given before the image and
+// every write acknowledged by then is in it. The old node is shut down on
+// its own filesystem, which is then dropped.
+//
+// The default run is a few seconds; DURAWAL_LONG=1 runs longer histories.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/durawal/durawal/raftstore"
+	"github.com/durawal/durawal/wal"
+	"github.com/durawal/durawal/wal/vfs"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/stretchr/testify/require"
+)
+
+// kvInput is one client operation: get, put or append of val at key.
+type kvInput struct {
+	op  byte // 'g', 'p', 'a'
+	key int
+	val string
+}
+
+func (in kvInput) encode() []byte { return append([]byte{in.op, byte(in.key)}, in.val...) }
+
+// kvFSM is the replicated map; Apply returns the value a get reads.
+type kvFSM struct {
+	mu sync.Mutex
+	kv map[int]string
+}
+
+func (f *kvFSM) Apply(lg *raft.Log) any {
+	if len(lg.Data) < 2 {
+		return ""
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k, v := int(lg.Data[1]), string(lg.Data[2:])
+	switch lg.Data[0] {
+	case 'g':
+		return f.kv[k]
+	case 'p':
+		f.kv[k] = v
+	case 'a':
+		f.kv[k] += v
+	}
+	return ""
+}
+
+func (f *kvFSM) Snapshot() (raft.FSMSnapshot, error) {
+	return nil, errors.New("no snapshots in this test")
+}
+func (f *kvFSM) Restore(rc io.ReadCloser) error { return errors.New("no snapshots in this test") }
+
+// kvModel is the sequential specification, partitioned by key.
+var kvModel = porcupine.Model{
+	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
+		by := map[int][]porcupine.Operation{}
+		for _, op := range h {
+			k := op.Input.(kvInput).key
+			by[k] = append(by[k], op)
+		}
+		var out [][]porcupine.Operation
+		for _, p := range by {
+			out = append(out, p)
+		}
+		return out
+	},
+	Init: func() any { return "" },
+	Step: func(state, input, output any) (bool, any) {
+		in, s := input.(kvInput), state.(string)
+		switch in.op {
+		case 'g':
+			return output.(string) == s, s
+		case 'p':
+			return true, in.val
+		default:
+			return true, s + in.val
+		}
+	},
+	DescribeOperation: func(input, output any) string {
+		in := input.(kvInput)
+		if in.op == 'g' {
+			return fmt.Sprintf("get(%d) -> %q", in.key, output)
+		}
+		return fmt.Sprintf("%c(%d, %q)", in.op, in.key, in.val)
+	},
+}
+
+var errDead = errors.New("node crashed")
+
+// gatedTransport passes a node's RPCs to and from an InmemTransport until
+// the node crashes (dead): from then on it sends nothing, and answers
+// nothing a peer can see, also for requests received before.
+type gatedTransport struct {
+	inner    *raft.InmemTransport
+	dead     atomic.Bool
+	consumer chan raft.RPC
+	stop     chan struct{}
+	once     sync.Once
+}
+
+func newGated(inner *raft.InmemTransport) *gatedTransport {
+	g := &gatedTransport{inner: inner, consumer: make(chan raft.RPC), stop: make(chan struct{})}
+	go func() {
+		for {
+			select {
+			case rpc := <-inner.Consumer():
+				if g.dead.Load() {
+					rpc.Respond(deadResponse(rpc), errDead)
+					continue
+				}
+				select {
+				case g.consumer <- g.gate(rpc):
+				case <-g.stop:
+					rpc.Respond(deadResponse(rpc), errDead)
+					return
+				}
+			case <-g.stop:
+				return
+			}
+		}
+	}()
+	return g
+}
+
+// gate replaces rpc's response channel with one whose answer reaches the
+// peer only if the node was alive once the answer was given.
+func (g *gatedTransport) gate(rpc raft.RPC) raft.RPC {
+	orig := rpc.RespChan
+	ch := make(chan raft.RPCResponse, 1)
+	rpc.RespChan = ch
+	go func() {
+		select {
+		case r := <-ch:
+			if g.dead.Load() {
+				r = raft.RPCResponse{Response: deadResponse(rpc), Error: errDead}
+			}
+			orig <- r
+		case <-g.stop:
+			orig <- raft.RPCResponse{Response: deadResponse(rpc), Error: errDead}
+		}
+	}()
+	return rpc
+}
+
+// deadResponse is an empty response of the type rpc expects (the
+// InmemTransport's pipeline reads one even beside an error).
+func deadResponse(rpc raft.RPC) any {
+	switch rpc.Command.(type) {
+	case *raft.AppendEntriesRequest:
+		return &raft.AppendEntriesResponse{}
+	case *raft.RequestVoteRequest:
+		return &raft.RequestVoteResponse{}
+	case *raft.RequestPreVoteRequest:
+		return &raft.RequestPreVoteResponse{}
+	case *raft.InstallSnapshotRequest:
+		return &raft.InstallSnapshotResponse{}
+	case *raft.TimeoutNowRequest:
+		return &raft.TimeoutNowResponse{}
+	}
+	return nil
+}
+
+func (g *gatedTransport) close() { g.once.Do(func() { close(g.stop) }) }
+
+func (g *gatedTransport) Consumer() <-chan raft.RPC          { return g.consumer }
+func (g *gatedTransport) LocalAddr() raft.ServerAddress      { return g.inner.LocalAddr() }
+func (g *gatedTransport) SetHeartbeatHandler(func(raft.RPC)) {}
+func (g *gatedTransport) EncodePeer(id raft.ServerID, a raft.ServerAddress) []byte {
+	return g.inner.EncodePeer(id, a)
+}
+func (g *gatedTransport) DecodePeer(b []byte) raft.ServerAddress { return g.inner.DecodePeer(b) }
+
+func (g *gatedTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	if g.dead.Load() {
+		return nil, errDead
+	}
+	p, err := g.inner.AppendEntriesPipeline(id, target)
+	if err != nil {
+		return nil, err
+	}
+	return gatedPipeline{p, g}, nil
+}
+
+func (g *gatedTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	if g.dead.Load() {
+		return errDead
+	}
+	return g.inner.AppendEntries(id, target, args, resp)
+}
+
+func (g *gatedTransport) RequestVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
+	if g.dead.Load() {
+		return errDead
+	}
+	return g.inner.RequestVote(id, target, args, resp)
+}
+
+func (g *gatedTransport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+	if g.dead.Load() {
+		return errDead
+	}
+	return g.inner.RequestPreVote(id, target, args, resp)
+}
+
+func (g *gatedTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
+	if g.dead.Load() {
+		return errDead
+	}
+	return g.inner.InstallSnapshot(id, target, args, resp, data)
+}
+
+func (g *gatedTransport) TimeoutNow(id raft.ServerID, target raft.ServerAddress, args *raft.TimeoutNowRequest, resp *raft.TimeoutNowResponse) error {
+	if g.dead.Load() {
+		return errDead
+	}
+	return g.inner.TimeoutNow(id, target, args, resp)
+}
+
+type gatedPipeline struct {
+	raft.AppendPipeline
+	g *gatedTransport
+}
+
+func (p gatedPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	if p.g.dead.Load() {
+		return nil, errDead
+	}
+	return p.AppendPipeline.AppendEntries(args, resp)
+}
+
+// linNode is one node: its filesystem outlives its raft instance.
+type linNode struct {
+	id    raft.ServerID
+	addr  raft.ServerAddress
+	mem   *vfs.MemFS
+	store *raftstore.Store
+	inner *raft.InmemTransport
+	trans *gatedTransport
+	raft  *raft.Raft
+}
+
+type linCluster struct {
+	t     *testing.T
+	mu    sync.Mutex // guards nodes' fields as seen by clients
+	nodes []*linNode
+}
+
+func linConfig(id raft.ServerID) *raft.Config {
+	c := raft.DefaultConfig()
+	c.LocalID = id
+	c.HeartbeatTimeout = 150 * time.Millisecond
+	c.ElectionTimeout = 150 * time.Millisecond
+	c.LeaderLeaseTimeout = 100 * time.Millisecond
+	c.CommitTimeout = 5 * time.Millisecond
+	c.SnapshotThreshold = 1 << 40
+	c.SnapshotInterval = 24 * time.Hour
+	c.Logger = hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off})
+	return c
+}
+
+// start starts n on n.mem; c.mu is held.
+func (c *linCluster) start(n *linNode) {
+	store, err := raftstore.Open("/node", wal.Options{FS: n.mem, SegmentSize: 64 << 10})
+	require.NoError(c.t, err, "node %s reopening", n.id)
+	_, inner := raft.NewInmemTransportWithTimeout(n.addr, 300*time.Millisecond)
+	for _, p := range c.nodes {
+		if p != n && p.inner != nil {
+			p.inner.Connect(n.addr, inner)
+			inner.Connect(p.addr, p.inner)
+		}
+	}
+	n.store, n.inner, n.trans = store, inner, newGated(inner)
+	n.raft, err = raft.NewRaft(linConfig(n.id), &kvFSM{kv: map[int]string{}}, store, store, raft.NewInmemSnapshotStore(), n.trans)
+	require.NoError(c.t, err)
+}
+
+// crash cuts n's power (or kills its process, for a nil mode) and returns
+// the image it restarts on; the old instance is shut down in the
+// background on the old filesystem. c.mu is held.
+func (c *linCluster) crash(n *linNode, mode *vfs.CrashMode) {
+	n.trans.dead.Store(true)
+	var img *vfs.MemFS
+	if mode == nil {
+		img = n.mem.ProcessCrash()
+	} else {
+		img = n.mem.PowerLoss(*mode)
+	}
+	r, s, g, inner := n.raft, n.store, n.trans, n.inner
+	go func() {
+		r.Shutdown().Error()
+		s.Close()
+		g.close()
+		inner.Close()
+	}()
+	n.mem, n.raft, n.store, n.trans = img, nil, nil, nil
+}
+
+// leader returns the raft instance of a live node that believes it leads,
+// or nil. The instance is the caller's to use after the node crashes (its
+// Apply then fails or answers what was committed before).
+func (c *linCluster) leader() *raft.Raft {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.nodes {
+		if n.raft != nil && !n.trans.dead.Load() && n.raft.State() == raft.Leader {
+			return n.raft
+		}
+	}
+	return nil
+}
+
+// applyWait applies in through r and waits at most d for its answer: a
+// node shut down mid-crash may never answer, and the operation then counts
+// as one whose outcome the client never learnt.
+func applyWait(r *raft.Raft, in kvInput, d time.Duration) (any, error) {
+	f := r.Apply(in.encode(), time.Second)
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, err
+		}
+		return f.Response(), nil
+	case <-time.After(d):
+		return nil, errors.New("no answer in time")
+	}
+}
+
+// linStats counts what runLinHistory did.
+type linStats struct {
+	ops, acked, pending, crashes, allDown int
+	result                                porcupine.CheckResult
+}
+
+// runLinHistory runs one history of length d with crashes every about
+// every, and checks it.
+func runLinHistory(t *testing.T, d, every time.Duration, seed uint64) linStats {
+	c := &linCluster{t: t}
+	for i := range 3 {
+		c.nodes = append(c.nodes, &linNode{id: raft.ServerID(fmt.Sprintf("n%d", i)),
+			addr: raft.ServerAddress(fmt.Sprintf("n%d", i)), mem: vfs.NewMem()})
+	}
+	c.mu.Lock()
+	var servers []raft.Server
+	for _, n := range c.nodes {
+		c.start(n)
+		servers = append(servers, raft.Server{ID: n.id, Address: n.addr})
+	}
+	require.NoError(t, c.nodes[0].raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error())
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, n := range c.nodes {
+			if n.raft != nil {
+				n.raft.Shutdown().Error()
+				n.store.Close()
+				n.trans.close()
+				n.inner.Close()
+			}
+		}
+	}()
+
+	t0 := time.Now()
+	now := func() int64 { return int64(time.Since(t0)) }
+	var hmu sync.Mutex
+	var history []porcupine.Operation
+	var pendingOps []porcupine.Operation
+	var acked []kvInput
+	const keys = 4
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for cl := range 4 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(seed, uint64(cl)))
+			for i := 0; !stop.Load(); i++ {
+				in := kvInput{op: 'a', key: rng.IntN(keys), val: fmt.Sprintf("%d.%d,", cl, i)}
+				switch r := rng.IntN(10); {
+				case r < 4:
+					in.op, in.val = 'g', ""
+				case r == 4:
+					in.op = 'p'
+				}
+				l := c.leader()
+				if l == nil {
+					time.Sleep(5 * time.Millisecond)
+					continue
+				}
+				call := now()
+				resp, err := applyWait(l, in, 3*time.Second)
+				ret := now()
+				hmu.Lock()
+				switch {
+				case err == nil:
+					history = append(history, porcupine.Operation{ClientId: cl, Input: in, Call: call, Output: resp, Return: ret})
+					if in.op == 'a' {
+						acked = append(acked, in)
+					}
+				case in.op != 'g': // may or may not have taken effect
+					pendingOps = append(pendingOps, porcupine.Operation{ClientId: cl, Input: in, Call: call, Output: ""})
+				}
+				hmu.Unlock()
+			}
+		})
+	}
+
+	// The nemesis.
+	rng := rand.New(rand.NewPCG(seed, 99))
+	st := linStats{}
+	modes := func(i int) *vfs.CrashMode {
+		ms := []vfs.CrashMode{vfs.DropAll(), vfs.KeepAll(), vfs.TearAtSector(int64(i)), vfs.KeepRandomSubsetOfBlocks(4096, int64(i))}
+		if i%5 == 4 {
+			return nil // a process crash
+		}
+		return &ms[i%5]
+	}
+	for i := 0; time.Since(t0) < d; i++ {
+		time.Sleep(every/2 + time.Duration(rng.Int64N(int64(every))))
+		c.mu.Lock()
+		var victims []*linNode
+		switch {
+		case i%6 == 3: // the whole cluster
+			victims = c.nodes
+			st.allDown++
+		default:
+			var lead, fol []*linNode
+			for _, n := range c.nodes {
+				if n.raft.State() == raft.Leader {
+					lead = append(lead, n)
+				} else {
+					fol = append(fol, n)
+				}
+			}
+			if i%2 == 0 && len(lead) > 0 || len(fol) == 0 {
+				victims = lead[:1]
+			} else {
+				j := rng.IntN(len(fol))
+				victims = fol[j : j+1]
+			}
+		}
+		for j, n := range victims {
+			c.crash(n, modes(i+j))
+			st.crashes++
+		}
+		c.mu.Unlock()
+		time.Sleep(time.Duration(rng.Int64N(int64(every / 2))))
+		c.mu.Lock()
+		for _, n := range victims {
+			c.start(n)
+		}
+		c.mu.Unlock()
+	}
+	stop.Store(true)
+	wg.Wait()
+
+	// Final reads of every key, after every acknowledged operation.
+	finals := map[int]string{}
+	for k := range keys {
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			require.True(t, time.Now().Before(deadline), "no final read of key %d", k)
+			l := c.leader()
+			if l == nil {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			in := kvInput{op: 'g', key: k}
+			call := now()
+			resp, err := applyWait(l, in, 3*time.Second)
+			if err != nil {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			finals[k] = resp.(string)
+			history = append(history, porcupine.Operation{ClientId: 4, Input: in, Call: call, Output: finals[k], Return: now()})
+			break
+		}
+	}
+	end := now() + 1
+	for _, op := range pendingOps {
+		op.Return = end
+		history = append(history, op)
+	}
+	for _, in := range acked {
+		if !strings.Contains(finals[in.key], in.val) {
+			// A put may overwrite an append: only appends after the key's
+			// last acknowledged put must be there; porcupine checks the
+			// rest. Report only what no put explains.
+			explained := false
+			for _, op := range history {
+				if p := op.Input.(kvInput); p.op == 'p' && p.key == in.key {
+					explained = true
+				}
+			}
+			if !explained {
+				t.Errorf("acknowledged append %q to key %d is not in its final value %q", in.val, in.key, finals[in.key])
+			}
+		}
+	}
+	st.ops, st.acked, st.pending = len(history), len(history)-len(pendingOps), len(pendingOps)
+	res, info := porcupine.CheckOperationsVerbose(kvModel, history, time.Minute)
+	st.result = res
+	if res == porcupine.Illegal {
+		f, err := os.CreateTemp("", "raftstore-lin-*.html")
+		if err == nil {
+			porcupine.Visualize(kvModel, info, f)
+			f.Close()
+			t.Errorf("history %d (seed %d) is not linearizable: see %s", seed, seed, f.Name())
+		} else {
+			t.Errorf("history (seed %d) is not linearizable", seed)
+		}
+	}
+	return st
+}
+
+// TestLinearizableUnderPowerLoss: see the top of this file.
+func TestLinearizableUnderPowerLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three raft nodes with crashes")
+	}
+	histories, d, every := 2, 1500*time.Millisecond, 250*time.Millisecond
+	if os.Getenv("DURAWAL_LONG") == "1" {
+		histories, d, every = 10, 30*time.Second, 400*time.Millisecond
+	}
+	var tot linStats
+	unknown := 0
+	for h := range histories {
+		st := runLinHistory(t, d, every, uint64(h+1))
+		t.Logf("history %d: %d operations (%d returned, %d without an answer), %d node crashes (%d of the whole cluster), porcupine: %s",
+			h+1, st.ops, st.acked, st.pending, st.crashes, st.allDown, st.result)
+		tot.ops += st.ops
+		tot.crashes += st.crashes
+		tot.allDown += st.allDown
+		if st.result == porcupine.Unknown {
+			unknown++
+		}
+		if t.Failed() {
+			return
+		}
+	}
+	t.Logf("%d histories, %d operations, %d node crashes (%d whole-cluster power losses); %d checks timed out", histories, tot.ops, tot.crashes, tot.allDown, unknown)
+	require.Zero(t, unknown, "porcupine timed out on a history")
+}
