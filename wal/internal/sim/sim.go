@@ -811,7 +811,11 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if r.stop {
 				return 0, false
 			}
-			r.tracef("%d.%d Append %d bytes: LSN %d, err %v%s", r.runIdx, j, len(d), lsn, err, flight(ok))
+			if ok {
+				r.tracef("%d.%d Append %d bytes: LSN %d, err %v%s", r.runIdx, j, len(d), lsn, err, flight(ok))
+			} else {
+				r.tracef("%d.%d %s: in flight at the crash", r.runIdx, j, op)
+			}
 			switch {
 			case !ok:
 				r.appended(run, op, [][]byte{d}, []string{id}, nil, nil, true)
@@ -846,7 +850,11 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if r.stop {
 				return 0, false
 			}
-			r.tracef("%d.%d AppendBatch %d records: LSNs %v, err %v%s", r.runIdx, j, len(datas), shortLSNs(lsns), err, flight(ok))
+			if ok {
+				r.tracef("%d.%d AppendBatch %d records: LSNs %v, err %v%s", r.runIdx, j, len(datas), shortLSNs(lsns), err, flight(ok))
+			} else {
+				r.tracef("%d.%d %s: in flight at the crash", r.runIdx, j, op)
+			}
 			var be *wal.BatchError
 			switch {
 			case !ok:
@@ -877,7 +885,11 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if r.stop {
 				return 0, false
 			}
-			r.tracef("%d.%d Sync: %v%s", r.runIdx, j, err, flight(ok))
+			if ok {
+				r.tracef("%d.%d Sync: %v%s", r.runIdx, j, err, flight(ok))
+			} else {
+				r.tracef("%d.%d %s: in flight at the crash", r.runIdx, j, op)
+			}
 			if ok && err == nil {
 				for k := range r.lineage[:n] {
 					if r.lineage[k].lsn < r.claimCap {
@@ -898,11 +910,16 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if poisoned {
 				// a poisoned log refuses the cut before recording it
 				var err error
-				if r.call("TruncateAfter", inj, func() { err = l.TruncateAfter(cut) }); r.stop {
+				pok := r.call("TruncateAfter", inj, func() { err = l.TruncateAfter(cut) })
+				if r.stop {
 					return 0, false
 				}
-				r.tracef("%d.%d TruncateAfter(%d) on the poisoned log: %v", r.runIdx, j, cut, err)
-				if err == nil {
+				if pok {
+					r.tracef("%d.%d TruncateAfter(%d) on the poisoned log: %v", r.runIdx, j, cut, err)
+				} else {
+					r.tracef("%d.%d %s: in flight at the crash", r.runIdx, j, op)
+				}
+				if pok && err == nil {
 					r.violate("TruncateAfter(%d) on a poisoned log returned nil", cut)
 					return 0, false
 				}
@@ -915,7 +932,11 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if r.stop {
 				return 0, false
 			}
-			r.tracef("%d.%d TruncateAfter(%d) (record %s; %d records dropped): %v%s", r.runIdx, j, cut, r.lineage[k].id, len(r.lineage)-k, err, flight(ok))
+			if ok {
+				r.tracef("%d.%d TruncateAfter(%d) (record %s; %d records dropped): %v%s", r.runIdx, j, cut, r.lineage[k].id, len(r.lineage)-k, err, flight(ok))
+			} else {
+				r.tracef("%d.%d %s: in flight at the crash", r.runIdx, j, op)
+			}
 			r.reach(ok && err == nil, "cut")
 			r.reach(ok && errors.Is(err, wal.ErrPoisoned), "cut failed once recorded")
 			if ok && err == nil {
@@ -945,7 +966,11 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if r.stop {
 				return 0, false
 			}
-			r.tracef("%d.%d RemoveBefore(%d): first %d, %v%s", r.runIdx, j, at, first, err, flight(ok))
+			if ok {
+				r.tracef("%d.%d RemoveBefore(%d): first %d, %v%s", r.runIdx, j, at, first, err, flight(ok))
+			} else {
+				r.tracef("%d.%d %s: in flight at the crash", r.runIdx, j, op)
+			}
 			if ok && err == nil {
 				if first > max(at, first0) {
 					r.violate("RemoveBefore(%d) returned first LSN %d, past the LSN asked and the start %d", at, first, first0)
@@ -968,21 +993,30 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			var one []byte
 			var oneErr error
 			var oneAt = -1
+			// what the goroutine reads is fixed here: the driver may
+			// change the model while an operation is left in flight
+			var oneLSN wal.LSN
+			if len(r.lineage) > 0 {
+				oneAt = int(r.seq % uint64(len(r.lineage)))
+				if oneLSN = r.lineage[oneAt].lsn; oneLSN < l.FirstLSN() {
+					oneAt = -1
+				}
+			}
+			at := oneAt
 			ok := r.call("read", inj, func() {
 				recs, err = readAll(l)
-				if len(r.lineage) > 0 {
-					oneAt = int(r.seq % uint64(len(r.lineage)))
-					if r.lineage[oneAt].lsn >= l.FirstLSN() {
-						one, oneErr = l.ReadRecord(r.lineage[oneAt].lsn, nil)
-					} else {
-						oneAt = -1
-					}
+				if at >= 0 {
+					one, oneErr = l.ReadRecord(oneLSN, nil)
 				}
 			})
 			if r.stop {
 				return 0, false
 			}
-			r.tracef("%d.%d read: %s, %v%s", r.runIdx, j, describe(recs), err, flight(ok))
+			if ok {
+				r.tracef("%d.%d read: %s, %v%s", r.runIdx, j, describe(recs), err, flight(ok))
+			} else {
+				r.tracef("%d.%d %s: in flight at the crash", r.runIdx, j, op)
+			}
 			if !ok {
 				inFlight = true
 				break
@@ -1029,7 +1063,11 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if r.stop {
 				return 0, false
 			}
-			r.tracef("%d.%d OpenReadOnly (live): %s, %v", r.runIdx, j, describe(recs), err)
+			if ok {
+				r.tracef("%d.%d OpenReadOnly (live): %s, %v", r.runIdx, j, describe(recs), err)
+			} else {
+				r.tracef("%d.%d %s: in flight at the crash", r.runIdx, j, op)
+			}
 			if !ok {
 				inFlight = true
 				break
