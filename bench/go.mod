@@ -3,7 +3,7 @@ module github.com/durawal/durawal/bench
 go 1.26.0
 
 require (
-	github.com/durawal/durawal v0.0.0
+	github.com/durawal/durawal v0.2.0
 	github.com/go-sql-driver/mysql v1.9.3
 	github.com/gomodule/redigo v1.9.3
 	github.com/stretchr/testify v1.12.1
@@ -22,7 +22,6 @@ require (
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/image v0.30.0 // indirect
+	golang.org/x/mod v0.43.0
 	golang.org/x/text v0.28.0 // indirect
 )
-
-replace github.com/durawal/durawal => ../

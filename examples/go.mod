@@ -3,7 +3,7 @@ module github.com/durawal/durawal/examples
 go 1.26.0
 
 require (
-	github.com/durawal/durawal v0.0.0
+	github.com/durawal/durawal v0.2.0
 	github.com/stretchr/testify v1.12.1
 )
 
@@ -12,5 +12,3 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 )
-
-replace github.com/durawal/durawal => ../

@@ -109,5 +109,5 @@ func ExampleSyncBinlog() {
 
 func ExamplePostgresAsync() {
 	fmt.Println(policy.PostgresAsync())
-	// Output: async-commit(200ms,1048576)
+	// Output: async-commit(200ms,1MiB)
 }

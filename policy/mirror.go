@@ -1,9 +1,6 @@
 package policy
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // InnoDB returns the policy matching innodb_flush_log_at_trx_commit=level
 // with innodb_flush_log_at_timeout=1s: 1 is [SyncEveryCommit], 2 is
@@ -19,7 +16,7 @@ func InnoDB(level int) (Policy, error) {
 	case 0:
 		return BufferedInterval(time.Second, time.Second), nil
 	}
-	return Policy{}, fmt.Errorf("%w: innodb_flush_log_at_trx_commit=%d, want 0, 1 or 2", ErrInvalid, level)
+	return Policy{}, invalid("innodb_flush_log_at_trx_commit=%d, want 0, 1 or 2", level)
 }
 
 // AppendFsync returns the policy matching Redis's appendfsync word:
@@ -35,7 +32,7 @@ func AppendFsync(word string) (Policy, error) {
 	case "no":
 		return SyncNever(), nil
 	}
-	return Policy{}, fmt.Errorf("%w: appendfsync %q, want always, everysec or no", ErrInvalid, word)
+	return Policy{}, invalid("appendfsync %q, want always, everysec or no", clip(word))
 }
 
 // SyncBinlog returns the policy matching MySQL's sync_binlog=n: 0 is
@@ -44,7 +41,7 @@ func AppendFsync(word string) (Policy, error) {
 func SyncBinlog(n int) (Policy, error) {
 	switch {
 	case n < 0:
-		return Policy{}, fmt.Errorf("%w: sync_binlog=%d, want ≥ 0", ErrInvalid, n)
+		return Policy{}, invalid("sync_binlog=%d, want ≥ 0", n)
 	case n == 0:
 		return SyncNever(), nil
 	case n == 1:

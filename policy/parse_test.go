@@ -26,7 +26,21 @@ func everyPolicy() []policy.Policy {
 			policy.SyncIntervalPostponed(d, 0), policy.SyncIntervalPostponed(d, 2*time.Second),
 			policy.SyncIntervalPostponed(d, time.Hour),
 			policy.BufferedInterval(d, d), policy.BufferedInterval(d, time.Millisecond),
-			policy.AsyncCommit(d, 0), policy.AsyncCommit(d, 1<<20), policy.AsyncCommit(d, 1<<62))
+			policy.AsyncCommit(d, 0), policy.AsyncCommit(d, 1<<20), policy.AsyncCommit(d, 1<<62),
+			policy.AsyncCommit(d, 1), policy.AsyncCommit(d, 1000), policy.AsyncCommit(d, 3<<10),
+			policy.AsyncCommit(d, 5<<30), policy.AsyncCommit(d, 1<<63-1))
+	}
+	for _, level := range []int{0, 1, 2} {
+		p, _ := policy.InnoDB(level)
+		ps = append(ps, p)
+	}
+	for _, word := range []string{"always", "everysec", "no"} {
+		p, _ := policy.AppendFsync(word)
+		ps = append(ps, p)
+	}
+	for _, n := range []int{0, 1, 7} {
+		p, _ := policy.SyncBinlog(n)
+		ps = append(ps, p)
 	}
 	return ps
 }
@@ -85,47 +99,144 @@ func TestParseOtherForms(t *testing.T) {
 	}
 }
 
+func TestParseConstructorSpelling(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want policy.Policy
+	}{
+		{"SyncEveryCommit", policy.SyncEveryCommit()},
+		{"SyncEveryCommit()", policy.SyncEveryCommit()},
+		{"SyncEveryN(4)", policy.SyncEveryN(4)},
+		{"SyncInterval(1s)", policy.SyncInterval(time.Second)},
+		{"sync_interval=1s", policy.SyncInterval(time.Second)},
+		{"SyncIntervalPostponed(200ms, 2s)", policy.SyncIntervalPostponed(200*time.Millisecond, 2*time.Second)},
+		{"BufferedInterval(200ms,50ms)", policy.BufferedInterval(200*time.Millisecond, 50*time.Millisecond)},
+		{"AsyncCommit(100ms,1MiB)", policy.AsyncCommit(100*time.Millisecond, 1<<20)},
+		{"async-commit(200ms,1MiB)", policy.PostgresAsync()},
+		{"async-commit(200ms, 1 MiB)", policy.PostgresAsync()},
+		{"async-commit(1s,4KiB)", policy.AsyncCommit(time.Second, 4096)},
+		{"async-commit(1s,2GiB)", policy.AsyncCommit(time.Second, 2<<30)},
+		{"async-commit(1s,100B)", policy.AsyncCommit(time.Second, 100)},
+		{"async-commit(1s,0)", policy.AsyncCommit(time.Second, 0)},
+		{"PostgresAsync()", policy.PostgresAsync()},
+		{"SyncNever", policy.SyncNever()},
+		{"InnoDB(2)", policy.SyncInterval(time.Second)},
+		{"AppendFsync(EverySec)", policy.SyncIntervalPostponed(time.Second, 2*time.Second)},
+		{"SyncBinlog(8)", policy.SyncEveryN(8)},
+		{"innodb=0", policy.BufferedInterval(time.Second, time.Second)},
+	} {
+		got, err := policy.Parse(c.in)
+		if err != nil || got != c.want {
+			t.Errorf("Parse(%q) = %v, %v; want %v", c.in, got, err, c.want)
+		}
+	}
+}
+
 func TestParseBad(t *testing.T) {
 	for _, c := range []struct{ in, part string }{
 		{"", "empty policy"},
-		{"fsync-always", `unknown policy "fsync-always"`},
-		{"sync-every-n", "takes 1 parameter"},
-		{"sync-every-n(x)", `n "x" is not an integer`},
-		{"sync-every-n(0)", "n = 0"},
+		{"fsync-always", `unknown policy "fsync-always"; the names are sync-every-commit,`},
+		{"sync-every-n", "sync-every-n takes 1 parameter, got 0"},
+		{"sync-every-n(x)", `sync-every-n: n "x" is not a decimal integer`},
+		{"sync-every-n(0)", "sync-every-n: n = 0, want ≥ 1"},
 		{"sync-every-n(4", "missing closing parenthesis"},
-		{"sync-every-commit(1)", "takes 0 parameter"},
+		{"sync-every-n(+3)", `n "+3" is not a decimal integer`},
+		{"sync-every-n(3.0)", `n "3.0" is not a decimal integer`},
+		{"sync-every-n(99999999999999999999)", "n 99999999999999999999 is out of range (at most 9223372036854775807)"},
+		{"sync-every-n((4))", "unexpected '(', ')' or '='"},
+		{"sync-every-n=(4)", "name=value takes one value without parentheses"},
+		{"sync-every-commit(1)", "sync-every-commit takes 0 parameters, got 1"},
+		{"sync every commit", `"sync every commit" is not a policy name`},
+		{"(1s)", "missing policy name"},
 		{"sync-interval(1)", `interval "1" is not a duration`},
-		{"sync-interval(0s)", "interval 0s"},
+		{"sync-interval(+1s)", `interval "+1s" is not a duration`},
+		{"sync-interval(-1s)", `interval "-1s" is not a duration`},
+		{"sync-interval(0s)", "interval 0s, want 1ms..1h"},
 		{"sync-interval(2h)", "interval 2h0m0s"},
-		{"sync-interval-postponed(1s)", "takes 2 parameter"},
+		{"sync-interval-postponed(1s)", "takes 2 parameters, got 1"},
 		{"sync-interval-postponed(1s,)", "empty parameter"},
+		{"sync-interval=", "empty parameter"},
 		{"buffered-interval(1s,2s)", "write delay 2s"},
-		{"async-commit(1s,1MiB)", `flush-after "1MiB" is not a byte count`},
-		{"async-commit(1s,-1)", "flush-after -1"},
-		{"innodb=3", "innodb_flush_log_at_trx_commit=3"},
-		{"innodb=one", `level "one" is not an integer`},
-		{"appendfsync=sometimes", `appendfsync "sometimes"`},
-		{"sync_binlog=-1", "sync_binlog=-1"},
+		{"async-commit(1s,1MB)", `flush-after "1MB" is not a byte count`},
+		{"async-commit(1s,-1)", `flush-after "-1" is not a byte count`},
+		{"async-commit(1s,01KiB)", `flush-after "01KiB" is not a byte count`},
+		{"async-commit(1s,9999999999GiB)", "flush-after 9999999999GiB is out of range (at most 9223372036854775807 bytes)"},
+		{"innodb=3", "innodb_flush_log_at_trx_commit=3, want 0, 1 or 2"},
+		{"innodb=+1", `level "+1" is not a decimal integer`},
+		{"innodb=01", `level "01" is not a decimal integer`},
+		{"innodb=one", `level "one" is not a decimal integer`},
+		{"appendfsync=sometimes", `appendfsync "sometimes", want always, everysec or no`},
+		{"sync_binlog=-1", `n "-1" is not a decimal integer`},
+		{"sync_binlog=-0", `n "-0" is not a decimal integer`},
 	} {
 		p, err := policy.Parse(c.in)
 		if err == nil {
 			t.Errorf("Parse(%q) = %v, want error", c.in, p)
 			continue
 		}
-		if !errors.Is(err, policy.ErrInvalid) || !strings.Contains(err.Error(), c.part) {
-			t.Errorf("Parse(%q) error %q: want ErrInvalid naming %q", c.in, err, c.part)
+		// One shape: ErrInvalid's text, the input, then what is wrong.
+		prefix := fmt.Sprintf("policy: invalid policy: parse %q: ", c.in)
+		if !errors.Is(err, policy.ErrInvalid) || !strings.HasPrefix(err.Error(), prefix) ||
+			!strings.Contains(err.Error(), c.part) || strings.Count(err.Error(), "invalid policy") != 1 {
+			t.Errorf("Parse(%q) error %q: want ErrInvalid, %q then %q", c.in, err, prefix, c.part)
 		}
 		var q policy.Policy = policy.SyncNever()
 		if q.UnmarshalText([]byte(c.in)) == nil || q != policy.SyncNever() {
 			t.Errorf("UnmarshalText(%q) changed the policy or returned nil", c.in)
 		}
 	}
-	// Syntax errors list the accepted forms.
-	if _, err := policy.Parse("nope"); !strings.Contains(err.Error(), "appendfsync=always|everysec|no") {
-		t.Errorf("error %q does not list the accepted forms", err)
-	}
 	if _, err := policy.SyncEveryN(0).MarshalText(); !errors.Is(err, policy.ErrInvalid) {
 		t.Errorf("MarshalText of an invalid policy: %v", err)
+	}
+}
+
+// Whole error messages, so that a change of their shape is seen.
+func TestParseErrorText(t *testing.T) {
+	long := "sync-every-n(" + strings.Repeat("9", 200) + ")"
+	for _, c := range []struct{ in, want string }{
+		{"bogus=3", `policy: invalid policy: parse "bogus=3": unknown policy "bogus"; the names are sync-every-commit, sync-every-n, sync-interval, sync-interval-postponed, buffered-interval, async-commit, sync-never, postgres-async, innodb, appendfsync, sync_binlog`},
+		{"innodb=3", `policy: invalid policy: parse "innodb=3": innodb_flush_log_at_trx_commit=3, want 0, 1 or 2`},
+		{"sync-every-n(0)", `policy: invalid policy: parse "sync-every-n(0)": sync-every-n: n = 0, want ≥ 1`},
+		{"SyncInterval(forever)", `policy: invalid policy: parse "SyncInterval(forever)": SyncInterval: interval "forever" is not a duration (e.g. 1s, 200ms; no sign)`},
+		{long, `policy: invalid policy: parse "sync-every-n(` + strings.Repeat("9", 51) + `…": sync-every-n: n ` + strings.Repeat("9", 64) + `… is out of range (at most 9223372036854775807)`},
+	} {
+		_, err := policy.Parse(c.in)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("Parse(%q) error:\n got %v\nwant %s", c.in, err, c.want)
+		}
+	}
+}
+
+// Every family's String is its canonical text, and Parse reads it back.
+func TestStringEveryKind(t *testing.T) {
+	for _, c := range []struct {
+		p    policy.Policy
+		want string
+	}{
+		{policy.SyncEveryCommit(), "sync-every-commit"},
+		{policy.SyncEveryN(3), "sync-every-n(3)"},
+		{policy.SyncInterval(time.Second), "sync-interval(1s)"},
+		{policy.SyncIntervalPostponed(time.Second, 2*time.Second), "sync-interval-postponed(1s,2s)"},
+		{policy.BufferedInterval(time.Second, 50*time.Millisecond), "buffered-interval(1s,50ms)"},
+		{policy.AsyncCommit(200*time.Millisecond, 1<<20), "async-commit(200ms,1MiB)"},
+		{policy.AsyncCommit(200*time.Millisecond, 3072), "async-commit(200ms,3KiB)"},
+		{policy.AsyncCommit(200*time.Millisecond, 1536), "async-commit(200ms,1536)"},
+		{policy.AsyncCommit(200*time.Millisecond, 1000), "async-commit(200ms,1000)"},
+		{policy.AsyncCommit(200*time.Millisecond, 0), "async-commit(200ms,0)"},
+		{policy.AsyncCommit(200*time.Millisecond, 4<<30), "async-commit(200ms,4GiB)"},
+		{policy.SyncNever(), "sync-never"},
+	} {
+		if got := c.p.String(); got != c.want {
+			t.Errorf("String() = %q, want %q", got, c.want)
+		}
+		text, err := c.p.MarshalText()
+		if err != nil || string(text) != c.want {
+			t.Errorf("MarshalText() = %q, %v; want %q", text, err, c.want)
+		}
+		var q policy.Policy
+		if err := q.UnmarshalText(text); err != nil || q != c.p {
+			t.Errorf("UnmarshalText(%q) = %v, %v; want %v", text, q, err, c.p)
+		}
 	}
 }
 

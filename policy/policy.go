@@ -6,18 +6,25 @@
 //
 // The policies mirror settings people already know:
 //
-//	policy                      commit returns after     mirrors
-//	PostgresAsync()             = AsyncCommit(200ms, 1 MiB)   synchronous_commit=off with PostgreSQL's defaults
-//	SyncEveryCommit             write + sync (shared)    InnoDB =1, appendfsync always, synchronous_commit=on, sync_binlog=1
-//	SyncEveryN(n)               write; every nth group syncs   sync_binlog=N
-//	SyncInterval(d)             write; sync every d      InnoDB =2
-//	SyncIntervalPostponed(d,m)  write, postponed up to m while a sync runs   appendfsync everysec
-//	BufferedInterval(d,w)       nothing (log buffer)     InnoDB =0
-//	AsyncCommit(d,b)            nothing (log buffer)     synchronous_commit=off, wal_writer_delay
-//	SyncNever()                 write; never synced      appendfsync no, sync_binlog=0
+//	constructor                  commit returns after                    mirrors
+//	SyncEveryCommit()            write + sync (shared by the group)      InnoDB =1, appendfsync always, sync_binlog=1,
+//	                                                                     synchronous_commit=on
+//	SyncEveryN(n)                write; every nth group also syncs       sync_binlog=N
+//	SyncInterval(d)              write; a sync every d                   InnoDB =2
+//	SyncIntervalPostponed(d, m)  write, postponed ≤ m while a sync runs  appendfsync everysec
+//	BufferedInterval(d, w)       nothing (the log buffer)                InnoDB =0
+//	AsyncCommit(d, bytes)        nothing (the log buffer)                synchronous_commit=off
+//	PostgresAsync()              = AsyncCommit(200ms, 1 MiB)             synchronous_commit=off, PostgreSQL's defaults
+//	SyncNever()                  write; never synced on its own          appendfsync no, sync_binlog=0
 //
 // Every constructor's doc says what a process crash and a power loss can
-// lose. The zero Policy is SyncEveryCommit.
+// lose. The zero Policy is SyncEveryCommit. [InnoDB], [AppendFsync] and
+// [SyncBinlog] build the policies from the servers' settings.
+//
+// Policies are written as text in one language, which [Parse] reads and
+// documents, and [Policy.String] writes: "sync-every-commit",
+// "sync-interval(1s)", "SyncInterval(1s)", "innodb=2",
+// "appendfsync=everysec", "async-commit(200ms,1MiB)".
 package policy
 
 import (
@@ -86,9 +93,24 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
 
-// ErrInvalid is matched (with errors.Is) by every error [Policy.Validate] and
-// the mirror constructors return.
+// ErrInvalid is matched (with errors.Is) by every error [Policy.Validate],
+// [Parse] and the mirror constructors return. Their messages all start with
+// its text, "policy: invalid policy: ".
 var ErrInvalid = errors.New("policy: invalid policy")
+
+// invalidError is the error of this package: ErrInvalid's text, then what is
+// wrong.
+type invalidError struct{ detail string }
+
+func (e *invalidError) Error() string { return ErrInvalid.Error() + ": " + e.detail }
+
+// Is makes the error match ErrInvalid.
+func (e *invalidError) Is(target error) bool { return target == ErrInvalid }
+
+// invalid returns an error matching ErrInvalid that says what is wrong.
+func invalid(format string, args ...any) error {
+	return &invalidError{detail: fmt.Sprintf(format, args...)}
+}
 
 // Policy is a flush policy. It is a comparable value, safe to copy and to use
 // from many goroutines. The zero value is [SyncEveryCommit]. Build one with a
@@ -133,8 +155,11 @@ func (p Policy) MaxPostpone() time.Duration { return p.maxPostpone }
 // before its writer delay has passed, or 0 (never early).
 func (p Policy) FlushAfter() int64 { return p.flushAfter }
 
-// String describes the policy with its parameters, e.g.
-// "sync-interval(1s)".
+// String describes the policy with its parameters in the canonical form of
+// the language [Parse] reads, e.g. "sync-interval(1s)" or
+// "async-commit(200ms,1MiB)" (a byte count with the largest of the units
+// KiB, MiB and GiB that divides it exactly). Parse(p.String()) returns p for
+// every valid p.
 func (p Policy) String() string {
 	switch p.kind {
 	case KindSyncEveryN:
@@ -146,7 +171,7 @@ func (p Policy) String() string {
 	case KindBufferedInterval:
 		return fmt.Sprintf("%s(%s,%s)", p.kind, p.interval, p.writeDelay)
 	case KindAsyncCommit:
-		return fmt.Sprintf("%s(%s,%d)", p.kind, p.interval, p.flushAfter)
+		return fmt.Sprintf("%s(%s,%s)", p.kind, p.interval, formatBytes(p.flushAfter))
 	}
 	return p.kind.String()
 }
@@ -155,7 +180,7 @@ func (p Policy) String() string {
 // match [ErrInvalid].
 func (p Policy) Validate() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrInvalid, p.kind, fmt.Sprintf(format, args...))
+		return invalid("%s: %s", p.kind, fmt.Sprintf(format, args...))
 	}
 	switch p.kind {
 	case KindSyncEveryCommit, KindSyncNever:

@@ -193,7 +193,7 @@ func TestStringAndAccessors(t *testing.T) {
 		{policy.SyncInterval(s1), "sync-interval(1s)", policy.KindSyncInterval, 0, s1, 0, 0, 0},
 		{policy.SyncIntervalPostponed(s1, 2*s1), "sync-interval-postponed(1s,2s)", policy.KindSyncIntervalPostponed, 0, s1, 0, 2 * s1, 0},
 		{policy.BufferedInterval(s1, 250*ms), "buffered-interval(1s,250ms)", policy.KindBufferedInterval, 0, s1, 250 * ms, 0, 0},
-		{policy.AsyncCommit(200*ms, 1<<20), "async-commit(200ms,1048576)", policy.KindAsyncCommit, 0, 200 * ms, 200 * ms, 0, 1 << 20},
+		{policy.AsyncCommit(200*ms, 1<<20), "async-commit(200ms,1MiB)", policy.KindAsyncCommit, 0, 200 * ms, 200 * ms, 0, 1 << 20},
 		{policy.SyncNever(), "sync-never", policy.KindSyncNever, 0, 0, 0, 0, 0},
 	} {
 		t.Run(tc.str, func(t *testing.T) {

@@ -3,7 +3,7 @@ module github.com/durawal/durawal/promwal
 go 1.26.0
 
 require (
-	github.com/durawal/durawal v0.0.0
+	github.com/durawal/durawal v0.2.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.72.0
 	github.com/stretchr/testify v1.12.1
@@ -20,5 +20,3 @@ require (
 	golang.org/x/sys v0.50.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace github.com/durawal/durawal => ../

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/durawal/durawal/internal/longtest"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
@@ -25,7 +26,7 @@ var allocPolicies = []policy.Policy{
 // TestAllocatedSegmentCrashImages: crash images before every op, every PowerLoss
 // mode, under the policies that allocate spares.
 func TestAllocatedSegmentCrashImages(t *testing.T) {
-	for _, m := range []vfs.SyncMethod{vfs.Fdatasync, vfs.ODirect, vfs.Fsync} {
+	for _, m := range []vfs.SyncMethod{vfs.Fdatasync, vfs.ODirect, vfs.Fsync}[:longtest.Pick(3, 1)] { // all three with DURAWAL_LONG=1
 		for _, pol := range allocPolicies {
 			for _, seg := range []int64{4 << 10, 8 << 10} {
 				for _, wl := range workloads {

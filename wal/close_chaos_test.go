@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/durawal/durawal/internal/longtest"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
@@ -32,7 +33,7 @@ func TestCloseChaos(t *testing.T) {
 		policy.AsyncCommit(2*time.Millisecond, 4<<10), policy.SyncNever(),
 	}
 	methods := []vfs.SyncMethod{vfs.Fdatasync, vfs.ODsync, vfs.ODirect}
-	seeds := 120
+	seeds := longtest.Pick(120, 36) // 36: each policy with each method twice
 	if testing.Short() {
 		seeds = 10
 	}

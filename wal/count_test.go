@@ -7,7 +7,7 @@ package wal_test
 // The exact formula, from segment.go, recover.go and flush.go, for a fresh
 // log on one goroutine with no failures:
 //
-//	Fsyncs = 2                 Open: the first-lsn record, and the first segment, allocated
+//	Fsyncs = 3                 Open: the first-lsn and epoch records, and the first segment, allocated
 //	                           and given its header under one sync (3 where it must be
 //	                           zero-filled: no fallocate; its zeros are synced first)
 //	       + commit syncs      per policy: N (SyncEveryCommit), ⌊N/n⌋ (SyncEveryN(n)), ...
@@ -19,8 +19,8 @@ package wal_test
 //	       + [Close syncs]     1 if anything was unsynced at Close
 //	       + 1                 Close's end frame (format v2), synced after its final sync
 //
-// Directory syncs (DirSyncs) are counted apart: 3 at Open (the new directory's
-// parent, first-lsn, first segment), 1 per roll.
+// Directory syncs (DirSyncs) are counted apart: 4 at Open (the new directory's
+// parent, first-lsn, first segment, epoch), 1 per roll.
 
 import (
 	"fmt"
@@ -43,11 +43,11 @@ const (
 // expectedRolls returns the rolls and segment preparations of n 128-byte
 // frames in segments of segSize bytes (32-byte header).
 func expectedRolls(n int, segSize int64) (rolls, preps int) {
-	perSeg := int((segSize - 32 - 24) / countFrame) // header; the end/link frame's room
+	perSeg := int((segSize - segHeader - 24) / countFrame) // header; the end/link frame's room
 	segs := (n + perSeg - 1) / perSeg
 	rolls = segs - 1
 	preps = rolls
-	if last := n - rolls*perSeg; int64(last*countFrame) > (segSize-32-24)/8 { // wal.prepareAt
+	if last := n - rolls*perSeg; int64(last*countFrame) > (segSize-segHeader-24)/8 { // wal.prepareAt
 		preps++
 	}
 	return rolls, preps
@@ -72,10 +72,10 @@ func TestCountSyncEveryCommit(t *testing.T) {
 			st := l.Stats()
 			rolls, preps := expectedRolls(n, segSize)
 			require.Equal(t, uint64(rolls), st.Rolls)
-			checkRollSyncs(t, st.Fsyncs, uint64(2+n+preps+1), rolls)
+			checkRollSyncs(t, st.Fsyncs, uint64(3+n+preps+1), rolls)
 			require.Equal(t, mem.SyncCount(), int64(st.Fsyncs), "Fsyncs == the MemFS's own count of syncs")
-			// Open: the parent of the directory it creates, first-lsn, and the first segment's entry.
-			require.Equal(t, uint64(3+rolls), st.DirSyncs)
+			// Open: the parent of the directory it creates, first-lsn, the first segment's entry, and the epoch record.
+			require.Equal(t, uint64(4+rolls), st.DirSyncs)
 			require.Equal(t, mem.SyncDirCount(), int64(st.DirSyncs))
 			require.Equal(t, uint64(n), st.Commits)
 			t.Logf("%d commits: %d fsyncs (%.4f per commit), %d rolls", st.Commits, st.Fsyncs, st.FsyncsPerCommit(), st.Rolls)
@@ -84,7 +84,7 @@ func TestCountSyncEveryCommit(t *testing.T) {
 }
 
 // checkRollSyncs checks fsyncs, a log's Stats.Fsyncs, against base, the
-// syncs of everything but its rolls, and rolls: 2 (Open: the first
+// syncs of everything but its rolls, and rolls: 3 (Open: the epoch, the first
 // segment's allocation and header, first-lsn) + one per committing sync +
 // one per preparation + 1 (Close's end frame) is base. Each roll adds two
 // or three: the finished segment's sync and its link frame's, and, when
@@ -123,7 +123,7 @@ func TestCountSyncEveryN(t *testing.T) {
 	st := l.Stats()
 	require.Equal(t, uint64(countCommits), st.Group.Groups)
 	rolls, preps := expectedRolls(countCommits, segSize)
-	checkRollSyncs(t, st.Fsyncs, uint64(2+countCommits/4+preps+1), rolls)
+	checkRollSyncs(t, st.Fsyncs, uint64(3+countCommits/4+preps+1), rolls)
 	require.Equal(t, mem.SyncCount(), int64(st.Fsyncs))
 }
 
@@ -164,10 +164,10 @@ func TestCountIntervalPolicies(t *testing.T) {
 				idle := l.Stats()
 				require.NoError(t, l.Close())
 				st := l.Stats()
-				// Open's 2, Close's end frame, and the spare's preparation
+				// Open's 3, Close's end frame, and the spare's preparation
 				// (1.28 MB is past an eighth of the segment).
 				require.EqualValues(t, 2, st.Prepare.Prepared, "the first segment and the spare")
-				got := int(st.Fsyncs) - 3 - 1
+				got := int(st.Fsyncs) - 4 - 1
 				t.Logf("%s: %d commits in %v: %d fsyncs (%d background), %.5f per commit",
 					tc.pol, commits, n*d, got, st.BackgroundSyncs, float64(got)/float64(commits))
 				require.GreaterOrEqual(t, got, tc.min)
@@ -203,7 +203,7 @@ func TestCountMatchesOSSyscalls(t *testing.T) {
 	st := l.Stats()
 	rolls, preps := expectedRolls(n, segSize)
 	require.Equal(t, uint64(rolls), st.Rolls)
-	checkRollSyncs(t, st.Fsyncs, uint64(2+n+preps+1), rolls)
+	checkRollSyncs(t, st.Fsyncs, uint64(3+n+preps+1), rolls)
 	require.Equal(t, c.Count(vfs.OpSync), int64(st.Fsyncs), "Fsyncs == fdatasync calls")
 	require.Equal(t, c.Count(vfs.OpSyncDir), int64(st.DirSyncs), "DirSyncs == directory fsync calls")
 	t.Logf("real disk: %d commits, %d fdatasync, %d dir fsync, fsync max %v", st.Commits, st.Fsyncs, st.DirSyncs, st.FsyncMaxDuration)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/durawal/durawal/internal/longtest"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
@@ -21,7 +22,7 @@ import (
 )
 
 var (
-	seedsFlag = flag.Int("seeds", 0, "seeds for TestPowerLossProperty (default 2000 with -race, 5000 without, or $DURAWAL_SEEDS)")
+	seedsFlag = flag.Int("seeds", 0, "seeds for TestPowerLossProperty (default with DURAWAL_LONG=1 2000 with -race, 5000 without; else 200 and 500; or $DURAWAL_SEEDS)")
 	seedFlag  = flag.Int64("seed", -1, "run TestPowerLossProperty for this one seed only")
 )
 
@@ -168,9 +169,9 @@ func seedCount(t *testing.T) int {
 		return 200
 	}
 	if raceEnabled {
-		return 2000
+		return longtest.Pick(2000, 200)
 	}
-	return 5000
+	return longtest.Pick(5000, 500)
 }
 
 // otherMethodShare is the fraction of the seeds each sync method other than
@@ -238,7 +239,7 @@ func powerLossSeed(t *testing.T, seed int64, method vfs.SyncMethod, images *atom
 		if seed%3 == 1 {
 			opts = wal.WithScanWindow(opts, 48+8*int64(rng.IntN(64))) // frames straddle recovery's windows
 		}
-		maxRec := int(segSize) - 80 // header 32, frame header 24, end/link frame room 24
+		maxRec := int(segSize) - 112 // header 64, frame header 24, end/link frame room 24
 		mem := vfs.NewMem()
 		mem.SetDirectIOAlignment([]int{512, 4096}[seed%2])
 		l := openLog(t, mem, opts)
@@ -486,7 +487,7 @@ func failNth(n int64) (vfs.Injector, *atomic.Bool) {
 func TestCrashAfterEveryOp(t *testing.T) {
 	for _, pol := range []policy.Policy{policy.SyncEveryCommit(), policy.SyncNever()} {
 		for _, wl := range workloads {
-			for _, window := range scanWindows {
+			for _, window := range scanWindows[longtest.Pick(0, 1):] { // by default the 64-byte window only
 				t.Run(fmt.Sprintf("policy=%s/%s/window=%d", pol, wl.name, window), func(t *testing.T) {
 					crashAfterEveryOp(t, pol, wl.run, window)
 				})
@@ -527,7 +528,7 @@ func crashAfterEveryOp(t *testing.T, pol policy.Policy, workload workloadFunc, w
 func TestCrashImagesAtEveryOp(t *testing.T) {
 	for _, pol := range []policy.Policy{policy.SyncEveryCommit(), policy.SyncNever()} {
 		for _, wl := range workloads {
-			for _, window := range scanWindows {
+			for _, window := range scanWindows[longtest.Pick(0, 1):] { // by default the 64-byte window only
 				t.Run(fmt.Sprintf("policy=%s/%s/window=%d", pol, wl.name, window), func(t *testing.T) {
 					crashImagesAtEveryOp(t, wal.WithScanWindow(wal.Options{SegmentSize: 4 << 10, Policy: pol}, window), wl.run)
 				})

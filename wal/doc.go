@@ -80,12 +80,35 @@
 //
 // [Log.TruncateAfter] cuts the end of the log at a record's LSN. It records
 // the cut in the file "truncate-lsn" (16 bytes: the LSN and its xxhash64;
-// written under a temporary name, synced, renamed, directory synced), then
-// zeroes and syncs the dropped frames of the segment holding the cut, removes
-// the later segments and removes the record. Open finishes a cut it finds
-// recorded, so a crash leaves the old log or the cut one, never a dropped
-// record with the ones after the cut. Frames appended after a cut carry the
-// cut as their watermark: none vouches for a dropped byte.
+// written under a temporary name, synced, renamed, directory synced), begins
+// a new epoch at the cut (below), then zeroes and syncs the dropped frames of
+// the segment holding the cut, removes the later segments and removes the
+// record. Open finishes a cut it finds recorded, so a crash leaves the old
+// log or the cut one, never a dropped record with the ones after the cut.
+// Frames appended after a cut carry the cut as their watermark: none vouches
+// for a dropped byte.
+//
+// Stale frames. The same bytes of a segment file are written more than once
+// (a recycled file; a cut or a torn tail overwritten with zeros that a crash
+// or a failed sync may lose), and each old frame has a valid checksum at its
+// own LSN. From format version 6 none can pass for a live one: every use of
+// a segment file draws a random use ID, written in its header, that seeds
+// every frame's checksum with the LSN; and the file "epoch" records the
+// log's epoch and the LSN it starts at, which every writable Open (at the
+// recovered end) and every TruncateAfter (at the cut) raise, durably, before
+// any frame of the new epoch. Every frame carries its epoch; one at or
+// after the epoch's start must carry the current one, so a dropped or torn
+// frame that a crash kept ends the log there, like a torn tail, instead of
+// following new records. ([RecoveryInfo].Epoch; PostgreSQL's timeline IDs
+// and Pebble's recyclable log chunks serve the same purpose.)
+//
+// Recovery is a plan, then its application: Open reads the directory (the
+// records, the headers, the last segment's frames), decides where the log
+// ends and lists every write that makes the directory hold exactly that log
+// ([RecoveryInfo].Steps: leftovers removed, a cut or removal finished, a
+// header, link or unvouched frames written again, a torn tail quarantined
+// and zeroed, the new epoch recorded), and only then carries the steps out
+// in order. OpenReadOnly stops before the first.
 //
 // What each ending leaves verifiable:
 //
@@ -127,7 +150,7 @@
 // temporary name to read as zeros and synced (zero-filled, or allocated with
 // fallocate: a new log's first segment, and every new one under policies
 // whose commits return before their write; or it is a recycled file), then
-// given its 32-byte header and renamed to "%020d.wal" (its first LSN); the
+// given its 64-byte header and renamed to "%020d.wal" (its first LSN); the
 // header and the name are made durable by syncs before use for a new log's
 // first segment and under O_DSYNC, and by the roll's sealing otherwise (see
 // Recovery). Frames
@@ -149,26 +172,42 @@
 // it cuts (quarantines and zeroes) only the frames of the current use found
 // after the end of the valid ones, and a clean Close still reopens clean.
 //
-// Segment header (little endian):
+// Segment header (little endian), format version 6 (7 for a recycled file):
 //
 //	offset  size  field
 //	0       8     magic "durawal\x00"
-//	8       4     version (4, or 5 for a recycled file: written by a roll that seals in the background; 1 (no end or link frames), 2 and 3 (the same without background sealing) are still read; Open fails with ErrUnsupportedVersion for another)
+//	8       4     version (6, or 7 for a recycled file; Open fails with ErrUnsupportedVersion for one above 7)
 //	12      4     file size in bytes / 8, as created (a segment is never resized)
 //	16      8     first LSN
-//	24      8     xxhash64 of bytes 0..23
+//	24      8     use ID: random, non-zero, drawn for this use of the file
+//	32      24    zero (reserved)
+//	56      8     xxhash64 of bytes 0..55
+//
+// Versions 1 to 5, written by older builds and still read, have a 32-byte
+// header: the first 24 bytes as above, then the xxhash64 of bytes 0..23, and
+// no use ID. Version 1 has no end or link frames; 3 and 5 are recycled
+// files; 4 and 5 were written by rolls that seal in the background. Open
+// never appends to a segment older than version 6: the first append after
+// Open rolls to a new one.
 //
 // Frame (little endian), 8-byte aligned:
 //
 //	offset  size  field
-//	0       8     checksum: xxhash64 seeded with the frame's LSN, over bytes 8..24+length
-//	8       4     length of the payload in bytes, 1..MaxRecordSize (0: end frame)
-//	12      4     flags (0 a record; 1 an end frame; 2 a link frame)
+//	0       8     checksum: xxhash64 seeded with the frame's LSN XOR the segment's use ID (0 below version 6), over bytes 8..24+length
+//	8       4     length of the payload in bytes, 1..MaxRecordSize (0: end or link frame)
+//	12      4     kind word: bits 0-1 the flags (0 a record; 1 an end frame; 2 a link frame); bits 2-31 the epoch modulo 2^30 (version 6 on; zero below)
 //	16      8     watermark: the synced LSN when the frame was appended
 //	24      n     payload, then zeros up to the next multiple of 8
 //
-// Because the checksum is seeded with the LSN, a stale frame left at another
-// position can never pass as a live one. An all-zero header marks the end
+// Because the checksum is seeded with the LSN and the use ID, a stale frame
+// left at another position, or by another use of the file, can never pass
+// as a live one; the epoch rule above refuses one left at the same position
+// in the same use.
+//
+// Record files (little endian): "first-lsn" and "truncate-lsn" hold an LSN
+// and its xxhash64 (16 bytes); "epoch" holds the epoch, the LSN it starts at
+// and the xxhash64 of both (24 bytes). The layout is package
+// wal/internal/format, which does no I/O. An all-zero header marks the end
 // of the written frames. An end frame (version 2) has length 0, flags 1, no
 // payload and a watermark equal to its own LSN; it takes no LSN space: the
 // log ends at its LSN and the next append overwrites it. Readers never

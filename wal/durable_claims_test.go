@@ -28,7 +28,7 @@ import (
 // returned nil.
 func TestSyncEveryOneCommitWokenBySealBeforeItsSync(t *testing.T) {
 	const segSize = 16 << 10
-	room := int64(segSize - 32 - 24) // header, end/link frame
+	room := int64(segSize - segHeader - 24) // header, end/link frame
 	var (
 		armed       atomic.Bool
 		a0Held      = make(chan struct{})

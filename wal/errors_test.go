@@ -116,12 +116,12 @@ func TestShortReadNilErrorMessage(t *testing.T) {
 // TestTruncatedSegmentOffset: a truncated segment's CorruptionError gives
 // the offset where its valid frames end, not 0.
 func TestTruncatedSegmentOffset(t *testing.T) {
-	w := writeLog(t, wal.Options{}, []int{50, 60, 70}) // frames at offsets 32, 112, 200; end 296
+	w := writeLog(t, wal.Options{}, []int{50, 60, 70}) // frames at offsets 64, 144, 232; end 328
 	for _, tc := range []struct{ cut, want int }{
-		{296, 296}, // after the last frame
-		{250, 200}, // inside the third frame
-		{112, 112}, // between frames
-		{40, 32},   // inside the first
+		{328, 328}, // after the last frame
+		{282, 232}, // inside the third frame
+		{144, 144}, // between frames
+		{72, 64},   // inside the first
 	} {
 		img := w.mem.ProcessCrash()
 		seg := segments(t, img)[0]

@@ -29,6 +29,7 @@ func (l *Log) flush(need groupcommit.Level) (written, synced uint64, err error) 
 	b := l.active
 	l.active = l.spareBuf
 	l.active.reset(l.next)
+	l.active.seg = l.appendSeg
 	b.released() // appends waiting for room copy into the new active half
 	l.postponeStart, l.delayedSeen = time.Time{}, false
 	l.writing.Store(true)
@@ -287,7 +288,7 @@ func (l *Log) writeLink(old *segment, next LSN) error {
 		return err
 	}
 	b := make([]byte, endFrameSize) // the FS may scramble what it is given
-	encodeEndFrame(b, next, flagLink)
+	encodeEndFrame(b, old.format(), l.epoch.N, next, flagLink)
 	if _, err := f.WriteAt(b, old.offset(next)); err != nil {
 		f.Close()
 		return err
@@ -349,6 +350,9 @@ func (l *Log) rollTo(next *segment) error {
 	}
 	old := l.writeSeg
 	name := segmentName(next.first)
+	if old.first == next.first {
+		return l.replaceEmpty(old, next)
+	}
 	var sl *seal // nil under a write-through method: nothing is left to seal
 	if l.method.WriteThrough() {
 		if err := l.installSegment(next); err != nil {
@@ -389,6 +393,45 @@ func (l *Log) rollTo(next *segment) error {
 	}
 	if err := old.f.Close(); err != nil {
 		return fmt.Errorf("closing %s: %w", old.path, err) // a close error may report a lost write
+	}
+	old.f = nil
+	return nil
+}
+
+// replaceEmpty is a roll away from a segment that holds no frame of the
+// log: old, whose first LSN is next's, the segment a writable Open left for
+// appends (one of a format older than 6, which takes no new frame; or one
+// too small for the frame that came), emptied or never filled. next takes
+// its name: installed with its syncs (header, rename over old, directory)
+// before any frame goes to it, so a crash leaves the old file or the new
+// one under the name, each a valid empty segment at that LSN; nothing is
+// linked or sealed, as nothing in old belongs to the log.
+func (l *Log) replaceEmpty(old, next *segment) error {
+	name := segmentName(next.first)
+	if err := l.installSegment(next); err != nil {
+		next.closeUnused()
+		return fmt.Errorf("installing segment %s in place of an empty one: %w", name, err)
+	}
+	l.rollMu.Lock()
+	l.writeSeg = next
+	l.rollMu.Unlock()
+	l.segsMu.Lock()
+	l.segSizes[len(l.segSizes)-1] = next.size
+	l.publishSegmentsLocked()
+	l.segsMu.Unlock()
+	l.rfilesMu.Lock()
+	if h := l.rfiles[next.first]; h != nil { // a handle of the replaced file
+		h.f.Close()
+		delete(l.rfiles, next.first)
+	}
+	l.rfilesMu.Unlock()
+	l.stats.rolls.Add(1)
+	l.opts.Logger.Info("wal: replaced an empty segment", "segment", name)
+	if o := l.opts.Observer; o != nil {
+		o.ObserveRoll(RollEvent{Segment: name, FirstLSN: next.first})
+	}
+	if err := old.f.Close(); err != nil {
+		return fmt.Errorf("closing %s: %w", old.path, err)
 	}
 	old.f = nil
 	return nil

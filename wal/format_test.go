@@ -178,9 +178,20 @@ func TestFormatV3(t *testing.T) {
 // and recycled ones of version 5. The files in testdata/format-v4 are
 // written once, with -update-format, and never edited.
 func TestFormatV4(t *testing.T) {
-	src := filepath.Join("testdata", "format-v4")
+	checkCheckpointFixture(t, filepath.Join("testdata", "format-v4"), "format-v4", 4, 5)
+}
+
+// TestFormatV6: the same workload written by a build that binds every
+// frame to its file's use (a use ID in the 64-byte header of version 6, 7
+// when recycled) and to the log's epoch (the file "epoch"). The files in
+// testdata/format-v6 are written once, with -update-format, and never
+// edited.
+func TestFormatV6(t *testing.T) {
+	src := filepath.Join("testdata", "format-v6")
 	if *updateFormat {
-		writeCheckpointFixture(t, src, "format-v4")
+		writeCheckpointFixture(t, src, "format-v6")
 	}
-	checkCheckpointFixture(t, src, "format-v4", 4, 5)
+	checkCheckpointFixture(t, src, "format-v6", 6, 7)
+	_, err := os.Stat(filepath.Join(src, "epoch"))
+	require.NoError(t, err, "the fixture records its epoch")
 }

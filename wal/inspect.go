@@ -24,6 +24,9 @@ type DirInfo struct {
 	// Truncate is the "truncate-lsn" record: a TruncateAfter that has not
 	// finished (Present is false when none is pending).
 	Truncate LSNRecord
+	// Epoch is the "epoch" record: the log's current epoch and the LSN
+	// its frames start at (see RecoveryInfo.Epoch).
+	Epoch EpochRecord
 	// Quarantined lists the torn tails an earlier Open cut and kept
 	// ("<from>-<end>.torn"), ascending by FromLSN.
 	Quarantined []QuarantineFile
@@ -47,6 +50,24 @@ type LSNRecord struct {
 	Present bool
 	// LSN is the LSN the file records, when Present and Err is nil.
 	LSN LSN
+	// Err is why the record could not be read: a *CorruptionError for a
+	// damaged record, or the filesystem's error.
+	Err error
+}
+
+// EpochRecord is the content of the 24-byte file "epoch": the log's
+// current epoch, the LSN from which its frames start, and their xxhash64.
+// Every writable Open and every TruncateAfter writes a new one before any
+// frame of the new epoch.
+type EpochRecord struct {
+	// Present reports that the file exists (a log written before epochs
+	// were recorded has none).
+	Present bool
+	// Epoch is the epoch number, when Present and Err is nil.
+	Epoch uint64
+	// Start is the LSN at which the epoch began: frames at or after it
+	// must carry this epoch, frames before it another.
+	Start LSN
 	// Err is why the record could not be read: a *CorruptionError for a
 	// damaged record, or the filesystem's error.
 	Err error
@@ -80,6 +101,8 @@ func InspectDir(fsys vfs.FS, dir string) (DirInfo, error) {
 		lsn, ok, err := readLSNRecord(fsys, dir, r.name)
 		*r.rec = LSNRecord{Present: ok || err != nil, LSN: lsn, Err: err}
 	}
+	e, err := readEpoch(fsys, dir)
+	d.Epoch = EpochRecord{Present: e.Known || err != nil, Epoch: e.N, Start: LSN(e.Start), Err: err}
 	return d, nil
 }
 
@@ -113,12 +136,12 @@ func classifyDir(fsys vfs.FS, dir string, names []string, strict bool) (DirInfo,
 			d.Lock = true
 		case name == firstLSNName:
 			d.hasFirst = true
-		case name == truncateName:
+		case name == truncateName, name == epochName:
 		case strings.HasSuffix(name, tmpSuffix):
 			d.Temp = append(d.Temp, name)
 		case strict:
-			return DirInfo{}, fmt.Errorf("%w: %s in %s (only segments %s, quarantined tails %s, %s and %s belong there)",
-				ErrForeignFile, name, dir, segmentName(0), quarantineName(0, 0, 0), firstLSNName, lockName)
+			return DirInfo{}, fmt.Errorf("%w: %s in %s (only segments %s, quarantined tails %s, %s, %s, %s and %s belong there)",
+				ErrForeignFile, name, dir, segmentName(0), quarantineName(0, 0, 0), firstLSNName, truncateName, epochName, lockName)
 		default:
 			d.Foreign = append(d.Foreign, name)
 		}
@@ -258,14 +281,15 @@ func InspectSegment(fsys vfs.FS, path string, fn func(FrameInfo) error) (Segment
 	}
 	info.Size = int64(len(buf))
 	info.HeaderErr = checkSegment(scanBytes(buf, name, first))
-	if len(buf) < segmentHeaderSize || [8]byte(buf[:8]) != segmentMagic {
+	if len(buf) < legacyHeaderSize || [8]byte(buf[:8]) != segmentMagic {
 		return info, nil
 	}
 	info.Version = binary.LittleEndian.Uint32(buf[8:12])
 	info.CreatedSize = int64(binary.LittleEndian.Uint32(buf[12:16])) * frameAlign
 
-	s := segment{first: first, size: int64(len(buf))}
-	maxRec := int(maxRecordFor(int64(len(buf))))
+	h, _, _ := decodeSegmentHeader(buf)
+	s := segment{first: first, size: int64(len(buf)), version: info.Version, use: h.Use}
+	maxRec := int(int64(len(buf)) - s.hdr() - frameHeaderSize)
 	frame := func(lsn LSN, stray bool) (FrameInfo, bool) {
 		off := s.offset(lsn)
 		fi := FrameInfo{LSN: lsn, Offset: off, Stray: stray}
@@ -274,12 +298,12 @@ func InspectSegment(fsys vfs.FS, path string, fn func(FrameInfo) error) (Segment
 			fi.Length = binary.LittleEndian.Uint32(b[8:12])
 			fi.Watermark = LSN(binary.LittleEndian.Uint64(b[16:24]))
 		}
-		rec, _, size, st := decodeFrame(b, lsn, maxRec)
+		rec, _, size, st := decodeFrame(b, s.format(), lsn, maxRec)
 		if st == frameValid && off+size > int64(len(buf)) {
 			st = frameShort // its padding is cut off
 		}
 		if st != frameValid {
-			fi.Problem = frameProblem(b, lsn, maxRec, st)
+			fi.Problem = frameProblem(b, s.format(), lsn, maxRec, st)
 			return fi, false
 		}
 		fi.Size, fi.Payload, fi.Kind = size, rec, FrameRecord
@@ -341,12 +365,15 @@ func InspectSegment(fsys vfs.FS, path string, fn func(FrameInfo) error) (Segment
 
 // frameProblem says why the bytes b hold no valid frame at lsn (st, as
 // decodeFrame classified them), for InspectSegment.
-func frameProblem(b []byte, lsn LSN, maxRecord int, st frameStatus) string {
+func frameProblem(b []byte, ff frameFormat, lsn LSN, maxRecord int, st frameStatus) string {
 	if st != frameBad || len(b) < frameHeaderSize {
 		return st.String()
 	}
 	n := binary.LittleEndian.Uint32(b[8:12])
 	flags := binary.LittleEndian.Uint32(b[12:16])
+	if ff.Version >= 6 {
+		flags = frameFlags(b) // the other bits hold the epoch
+	}
 	wm := LSN(binary.LittleEndian.Uint64(b[16:24]))
 	switch {
 	case n == 0 && flags != flagEnd && flags != flagLink:

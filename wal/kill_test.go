@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/durawal/durawal/internal/longtest"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
@@ -118,7 +119,7 @@ func TestKillRecovery(t *testing.T) {
 	if os.Getenv(killEnvDir) != "" {
 		t.Skip("in the child")
 	}
-	kills := 3
+	kills := longtest.Pick(3, 2) // kills per policy and method; 3 with DURAWAL_LONG=1
 	if testing.Short() {
 		kills = 1
 	}

@@ -77,7 +77,7 @@ func TestDirectIOCounters(t *testing.T) {
 		const segSize = 1 << 20
 		l := openLog(t, mem, wal.Options{SyncMethod: vfs.ODirect, SegmentSize: segSize})
 		var frames, padding, full, partial uint64
-		off := int64(32) // the segment header
+		off := int64(segHeader) // the segment header
 		for i := range 200 {
 			rec := record(2, i, 1+i*53%1500)
 			_, err := l.Append(rec)
@@ -130,7 +130,7 @@ func TestDirectIOReopensUnalignedSegment(t *testing.T) {
 	require.NoError(t, l.Close())
 	seg := segments(t, mem)[0]
 	b := fileBytes(t, mem, seg)
-	end := 32 + 7*frameSize(1100)
+	end := segHeader + 7*frameSize(1100)
 	require.Less(t, end, 8192, "the frames end inside the aligned part")
 	for i := 8196; i < oldSize; i++ {
 		b[i] = 0xee // unsynced garbage past the frames: a torn tail

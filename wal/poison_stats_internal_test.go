@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/durawal/durawal/internal/longtest"
 	"github.com/durawal/durawal/wal/vfs"
 )
 
@@ -19,7 +20,7 @@ import (
 // than the append's.
 func TestStatsPoisonedOnceErrPoisoned(t *testing.T) {
 	bad := 0
-	for i := range 3000 {
+	for i := range longtest.Pick(3000, 1000) { // 3000 with DURAWAL_LONG=1, as CI runs it under -race
 		l, err := Open("/log", Options{FS: vfs.NewMem(), SegmentSize: 64 << 10})
 		if err != nil {
 			t.Fatal(err)

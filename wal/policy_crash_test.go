@@ -45,6 +45,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/durawal/durawal/internal/longtest"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
@@ -52,7 +53,7 @@ import (
 )
 
 var (
-	crashSeeds = flag.Int("crash.seeds", 0, "seeds per policy in TestPolicyCrashBounds (0: 8, or 2 with -short); the real-clock runs take a quarter")
+	crashSeeds = flag.Int("crash.seeds", 0, "seeds per policy in TestPolicyCrashBounds (0: 4, 8 with DURAWAL_LONG=1, or 2 with -short); the real-clock runs take a quarter")
 	crashSeed0 = flag.Int("crash.seed0", 0, "first seed of TestPolicyCrashBounds, to run CI-sized slices")
 )
 
@@ -131,7 +132,7 @@ type crashRun struct {
 func TestPolicyCrashBounds(t *testing.T) {
 	seeds := *crashSeeds
 	if seeds == 0 {
-		seeds = 8
+		seeds = longtest.Pick(8, 4) // 8 seeds per case with DURAWAL_LONG=1
 		if testing.Short() {
 			seeds = 2
 		}

@@ -3,6 +3,7 @@ package wal
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -95,8 +96,8 @@ func (l *Log) readBuffered(lsn LSN, dst []byte) (rec []byte, done bool, err erro
 		return nil, false, nil
 	}
 	if b := l.active; lsn >= b.start {
-		p, _, _, st := decodeFrame(b.buf[lsn-b.start:], lsn, l.opts.MaxRecordSize)
-		if st != frameValid || p == nil {
+		p, ok := b.record(lsn, l.opts.MaxRecordSize)
+		if !ok {
 			l.mu.Unlock()
 			return nil, true, fmt.Errorf("%w: LSN %d is not the LSN of a record in the log buffer", ErrNotFound, lsn)
 		}
@@ -129,11 +130,12 @@ func (l *Log) readFile(lsn LSN, dst []byte) ([]byte, error) {
 		limit = l.segFirsts[i+1]
 	}
 	l.segsMu.Unlock()
-	f, err := l.readHandle(first)
+	h, err := l.readHandle(first)
 	if err != nil {
 		return nil, err
 	}
-	off := segmentHeaderSize + int64(lsn-first)
+	f := h.f
+	off := headerSize(h.ff.Version) + int64(lsn-first)
 	// The header is read into dst's storage (a local array would escape
 	// through the File interface and cost an allocation per read).
 	dst = slices.Grow(dst[:0], frameHeaderSize)[:frameHeaderSize]
@@ -149,7 +151,7 @@ func (l *Log) readFile(lsn LSN, dst []byte) ([]byte, error) {
 		return &CorruptionError{Segment: segmentName(first), Offset: off,
 			Reason: fmt.Sprintf("%s at LSN %d (damage, or not the LSN of a record)", reason, lsn)}
 	}
-	if n == 0 || binary.LittleEndian.Uint32(hdr[12:16]) != 0 || int64(n) > maxRecordFor(MaxSegmentSize) ||
+	if n == 0 || frameFlags(hdr[:]) != 0 || int64(n) > maxRecordFor(MaxSegmentSize) ||
 		int64(lsn)+frameSize(int(n)) > int64(limit) {
 		return nil, bad("no record frame")
 	}
@@ -158,7 +160,7 @@ func (l *Log) readFile(lsn LSN, dst []byte) ([]byte, error) {
 		return nil, err
 	}
 	var d xxhash.Digest
-	d.ResetWithSeed(uint64(lsn))
+	d.ResetWithSeed(h.ff.Seed(uint64(lsn)))
 	d.Write(hdr[8:])
 	d.Write(dst)
 	if d.Sum64() != binary.LittleEndian.Uint64(hdr[0:8]) {
@@ -193,25 +195,55 @@ func readFull(f vfs.File, p []byte, off int64, first LSN) error {
 	return fmt.Errorf("wal: reading %s at offset %d: read %d of %d bytes: %w", segmentName(first), off, n, len(p), err)
 }
 
+// readHandle is a read-only handle of one segment file and the format of
+// its frames, read from its header when opened.
+type readHandle struct {
+	f  vfs.File
+	ff frameFormat
+}
+
+// openSegmentForRead opens the segment file starting at first and reads its
+// header: a bad one is a *CorruptionError (or matches fs.ErrNotExist if the
+// file is gone).
+func (l *Log) openSegmentForRead(first LSN) (*readHandle, error) {
+	name := segmentName(first)
+	f, err := l.fs.Open(filepath.Join(l.dir, name))
+	if err != nil {
+		return nil, err
+	}
+	hdr := make([]byte, segmentHeaderSize)
+	n, rerr := f.ReadAt(hdr, 0)
+	if n < legacyHeaderSize && rerr != nil && !errors.Is(rerr, io.EOF) {
+		f.Close()
+		return nil, fmt.Errorf("reading the header of %s: %w", name, rerr)
+	}
+	if err := checkHeader(hdr[:max(n, 0)], name, first); err != nil {
+		f.Close()
+		return nil, err
+	}
+	h, _, _ := decodeSegmentHeader(hdr[:n])
+	return &readHandle{f: f, ff: frameFormat{Version: h.Version, Use: h.Use}}, nil
+}
+
 // readHandle returns the read-only handle of the segment starting at first,
 // opening it on first use. l.rmu is read-locked; a handle opened here is
 // kept only if the segment is still in the log (a RemoveBefore racing with
 // the open then closes it).
-func (l *Log) readHandle(first LSN) (vfs.File, error) {
+func (l *Log) readHandle(first LSN) (*readHandle, error) {
 	l.rfilesMu.Lock()
 	defer l.rfilesMu.Unlock()
-	if f := l.rfiles[first]; f != nil {
-		return f, nil
+	if h := l.rfiles[first]; h != nil {
+		return h, nil
 	}
-	f, err := l.fs.Open(filepath.Join(l.dir, segmentName(first)))
+	h, err := l.openSegmentForRead(first)
 	if err != nil {
 		return nil, fmt.Errorf("wal: reading: %w", err)
 	}
 	if l.rfiles == nil {
-		l.rfiles = make(map[LSN]vfs.File)
+		l.rfiles = make(map[LSN]*readHandle)
 	}
-	l.rfiles[first] = f
-	return f, nil
+	l.rfiles[first] = h
+	return h, nil
 }
 
 // closeReadHandles closes the read-only handles of segments that are no
@@ -220,10 +252,26 @@ func (l *Log) readHandle(first LSN) (vfs.File, error) {
 func (l *Log) closeReadHandles(keepFrom, keepTo LSN) {
 	l.rfilesMu.Lock()
 	defer l.rfilesMu.Unlock()
-	for first, f := range l.rfiles {
+	for first, h := range l.rfiles {
 		if first < keepFrom || first > keepTo {
-			f.Close()
+			h.f.Close()
 			delete(l.rfiles, first)
 		}
 	}
+}
+
+// record returns the payload of the record frame at lsn, inside b, if a
+// valid one starts there (checked as on the disk: lsn may be any LSN).
+func (b *logBuffer) record(lsn LSN, maxRecord int) ([]byte, bool) {
+	seg := b.seg
+	for _, r := range b.rolls {
+		if r.lsn <= lsn {
+			seg = r.seg
+		}
+	}
+	if seg == nil {
+		return nil, false
+	}
+	p, _, _, st := decodeFrame(b.buf[lsn-b.start:], seg.format(), lsn, maxRecord)
+	return p, st == frameValid && p != nil
 }

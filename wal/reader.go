@@ -30,6 +30,7 @@ type Reader struct {
 	from  LSN // frames below it are skipped (NewReader's argument)
 	first LSN // first LSN of the open segment
 	f     vfs.File
+	ff    frameFormat // how the open segment's frames are encoded
 	name  string
 	win   []byte // bytes of the open segment from winLSN
 	wlsn  LSN
@@ -138,11 +139,13 @@ func (r *Reader) open(first LSN) error {
 		r.f.Close()
 	}
 	r.name = segmentName(first)
-	f, err := r.l.fs.Open(filepath.Join(r.l.dir, r.name))
+	h, err := r.l.openSegmentForRead(first)
 	if err != nil {
 		r.f = nil
 		return fmt.Errorf("wal: reader: %w", err)
 	}
+	f := h.f
+	r.ff = h.ff
 	r.f, r.first, r.lsn, r.win, r.wlsn = f, first, first, r.win[:0], first
 	return nil
 }
@@ -292,7 +295,7 @@ func (r *Reader) frameAt(lsn, end LSN) ([]byte, int64, error) {
 	for attempt := 0; ; attempt++ {
 		if lsn >= r.wlsn && lsn < r.wlsn+LSN(len(r.win)) {
 			b := r.win[lsn-r.wlsn:]
-			rec, _, size, st := decodeFrame(b, lsn, limit)
+			rec, _, size, st := decodeFrame(b, r.ff, lsn, limit)
 			if st == frameValid && lsn+LSN(size) <= end {
 				return rec, size, nil
 			}
@@ -300,7 +303,13 @@ func (r *Reader) frameAt(lsn, end LSN) ([]byte, int64, error) {
 				if err := reused(r.f, r.first); err != nil {
 					return nil, 0, err
 				}
-				return nil, 0, &CorruptionError{Segment: r.name, Offset: segmentHeaderSize + int64(lsn-r.first),
+				if attempt < 3 && r.replaced() {
+					// The empty segment was replaced under the same name
+					// (replaceEmpty): read the file the name holds now.
+					r.win, r.wlsn = r.win[:0], lsn
+					continue
+				}
+				return nil, 0, &CorruptionError{Segment: r.name, Offset: headerSize(r.ff.Version) + int64(lsn-r.first),
 					Reason: fmt.Sprintf("%s at LSN %d below the written LSN %d", st, lsn, end)}
 			}
 			if len(b) >= frameHeaderSize { // a frame longer than the window: read all of it
@@ -312,7 +321,7 @@ func (r *Reader) frameAt(lsn, end LSN) ([]byte, int64, error) {
 			r.win = make([]byte, n)
 		}
 		r.win = r.win[:n]
-		got, err := r.f.ReadAt(r.win, segmentHeaderSize+int64(lsn-r.first))
+		got, err := r.f.ReadAt(r.win, headerSize(r.ff.Version)+int64(lsn-r.first))
 		r.l.stats.readerBytes.Add(uint64(max(got, 0)))
 		if int64(got) < n {
 			if err == nil {
@@ -322,6 +331,23 @@ func (r *Reader) frameAt(lsn, end LSN) ([]byte, int64, error) {
 		}
 		r.wlsn = lsn
 	}
+}
+
+// replaced reports whether the open segment's name now holds another use
+// of a segment file at the same first LSN, and if so reads from that one
+// from then on.
+func (r *Reader) replaced() bool {
+	h, err := r.l.openSegmentForRead(r.first)
+	if err != nil {
+		return false
+	}
+	if h.ff == r.ff {
+		h.f.Close()
+		return false
+	}
+	r.f.Close()
+	r.f, r.ff = h.f, h.ff
+	return true
 }
 
 // Close releases the Reader's file.
@@ -376,7 +402,8 @@ func (l *Log) removeSegmentFile(path string) error {
 // the segment list is updated at once, under a lock held only for that. It
 // returns the first LSN still kept. Readers positioned in a removed segment
 // fail with fs.ErrNotExist. Concurrent calls are serialized. Errors:
-// ErrClosed, ErrReadOnly (OpenReadOnly), or the filesystem's (the segments not yet removed are then
+// ErrClosed, ErrReadOnly (OpenReadOnly), ErrPoisoned (a failed write or
+// sync: reopen the log first), or the filesystem's (the segments not yet removed are then
 // removed by the next Open).
 func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 	if l.readOnly {
@@ -392,9 +419,17 @@ func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 	defer l.removeMu.Unlock()
 	l.mu.Lock()
 	closed = l.closed // again: a Close that ran meanwhile has released the directory lock
+	poisoned := l.poisoned()
 	l.mu.Unlock()
 	if closed {
 		return 0, ErrClosed
+	}
+	if poisoned != nil {
+		// A failed write or sync may have left a recorded cut or a
+		// segment half sealed that only the next Open settles: removing
+		// segments now could remove the one that cut's record names
+		// (found by the simulator, seeds 242 and 489).
+		return 0, poisoned
 	}
 	// Only RemoveBefore shortens the list at its front, and rolls only
 	// append to it: the first k entries stay what they are read as here.

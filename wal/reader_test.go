@@ -239,7 +239,7 @@ func TestFrameEndsAtSegmentEnd(t *testing.T) {
 			b := fileBytes(t, mem, segs[0])
 			at := segSize - endFrame
 			require.NotZero(t, b[at-1]|b[at-2]|b[at-3], "the record frame runs to the room kept for the link frame")
-			require.Equal(t, []byte{2, 0, 0, 0}, b[at+12:at+16], "a link frame (flags 2) fills the last bytes")
+			require.EqualValues(t, 2, b[at+12]&3, "a link frame (flags 2) fills the last bytes")
 		}
 		for _, img := range []vfs.FS{mem, mem.PowerLoss(vfs.DropAll())} {
 			_, got, info := replay(t, img, opts)

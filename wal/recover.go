@@ -9,11 +9,11 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
+	"github.com/durawal/durawal/wal/internal/format"
 	"github.com/durawal/durawal/wal/vfs"
 )
 
@@ -54,6 +54,19 @@ type RecoveryInfo struct {
 	TrustedSegments, VerifiedSegments int
 	// BytesRead is the number of bytes of segment files Open read.
 	BytesRead int64
+	// Steps lists, in words and in order, what Open wrote to make the
+	// directory hold the recovered log (from OpenReadOnly: what Open would
+	// write): leftovers removed, an interrupted cut or removal finished, a
+	// header, link or unvouched frames written again, a torn tail
+	// quarantined and zeroed, the new epoch recorded. Recovery decides
+	// all of it by reading alone, before the first write.
+	Steps []string
+	// Epoch is the log's epoch from this Open on: every writable Open and
+	// every TruncateAfter begins a new one (recorded in the file "epoch"),
+	// and a frame written in an earlier epoch never validates at an LSN a
+	// later one has written since. From OpenReadOnly, the epoch recorded
+	// (0 for a log written before epochs were recorded).
+	Epoch uint64
 	// Duration is how long Open took to recover the log: from taking the
 	// directory lock to the log being ready for appends.
 	Duration time.Duration
@@ -90,14 +103,17 @@ type QuarantineFile struct {
 }
 
 // recover scans the log directory at Open and applies the watermark rule
-// (docs/design.md, Recovery rule). On return l.next, l.writeSeg,
-// l.appendSeg and l.segFirsts describe the log, and any torn tail is zeroed
-// and synced.
-//
-// A read-only Log (OpenReadOnly) runs the same scan and reaches the same
-// verdict, but repairs nothing: every step that would write, remove, rename
-// or sync is skipped, and l.info says what Open would have done.
+// (docs/design.md, Recovery rule) in two phases. First it reads: the
+// listing, the records, the segments' headers and frames, reading the log as
+// the repairs will leave it (a pending cut's bytes as zeros, a segment a
+// crash cut short left out), and builds the plan (l.plan): every write that
+// makes the directory hold the log it found. Then Open applies the plan in
+// order; a read-only Log (OpenReadOnly) stops before, with the same
+// verdict. On return l.next, l.writeSeg, l.appendSeg and l.segFirsts
+// describe the log; after Open any torn tail is zeroed and synced and the
+// new epoch recorded.
 func (l *Log) recover() error {
+	l.plan, l.recoverCut = recoveryPlan{}, noCutLSN
 	names, err := l.fs.List(l.dir)
 	if err != nil {
 		if l.readOnly && errors.Is(err, fs.ErrNotExist) {
@@ -109,6 +125,10 @@ func (l *Log) recover() error {
 	if err != nil {
 		return err
 	}
+	// The epoch rule every frame scanned must meet (epoch.go).
+	if l.epoch, err = readEpoch(l.fs, l.dir); err != nil {
+		return err
+	}
 	firsts, hasFirst := d.Segments, d.hasFirst
 	l.info.Quarantined = d.Quarantined
 	var pooled []string // kept segment files (RecycleSegments), decided on once the log's start is known
@@ -117,17 +137,12 @@ func (l *Log) recover() error {
 			pooled = append(pooled, name)
 			continue
 		}
-		if !l.readOnly {
-			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
-				return fmt.Errorf("wal: open: removing leftover %s: %w", name, err)
-			}
-		}
+		path := filepath.Join(l.dir, name)
+		l.plan.add(func() error { return l.fs.Remove(path) }, "remove the leftover %s", name)
 		l.info.RemovedTemp++
 	}
-	if l.info.RemovedTemp > 0 && !l.readOnly {
-		if err := l.syncDir(); err != nil {
-			return fmt.Errorf("wal: open: %w", err)
-		}
+	if l.info.RemovedTemp > 0 {
+		l.plan.add(l.syncDir, "sync the directory")
 	}
 	recorded := false // the log has a first-lsn file
 	cut := noCutLSN   // a recorded cut a read-only Log must hide instead of finishing
@@ -138,6 +153,7 @@ func (l *Log) recover() error {
 		if firsts, cut, err = l.finishTruncate(firsts); err != nil {
 			return err
 		}
+		l.recoverCut = cut
 	}
 	l.info.Segments = len(firsts)
 	if len(firsts) == 0 && hasFirst {
@@ -154,13 +170,24 @@ func (l *Log) recover() error {
 		// anything in it is acknowledged: Open synced the parent if it
 		// created the directory, but an earlier Open that created it may
 		// have failed before that sync, or the caller made it.
+		//
+		// Every ancestor, not the parent alone: an earlier Open may have
+		// created more than one level and failed before syncing them all
+		// (found by the simulator, seed 1304). A log is created once;
+		// the few syncs are paid once.
 		if !l.madeDir {
-			parent := filepath.Dir(filepath.Clean(l.dir))
-			if err := l.syncDirAt(parent); err != nil {
-				return fmt.Errorf("wal: open: syncing %s, the parent of the new log's directory: %w", parent, err)
+			for d := filepath.Clean(l.dir); filepath.Dir(d) != d; d = filepath.Dir(d) {
+				parent := filepath.Dir(d)
+				if err := l.syncDirAt(parent); err != nil {
+					return fmt.Errorf("wal: open: syncing %s, an ancestor of the new log's directory: %w", parent, err)
+				}
 			}
 		}
 		if err := l.adoptPooled(pooled, 0); err != nil { // a new log: none is of it
+			return err
+		}
+		// The leftovers go before the log is created.
+		if err := l.plan.apply(); err != nil {
 			return err
 		}
 		s, err := l.prepareSegment(true, false) // installSegment syncs it
@@ -181,6 +208,11 @@ func (l *Log) recover() error {
 			s.f.Close()
 			return fmt.Errorf("wal: open: %w", err)
 		}
+		if err := l.beginEpoch(0); err != nil {
+			s.f.Close()
+			return fmt.Errorf("wal: open: %w", err)
+		}
+		l.info.Epoch = l.epoch.N
 		l.writeSeg, l.appendSeg, l.segFirsts, l.segSizes = s, s, []LSN{0}, []int64{s.size}
 		return nil
 	}
@@ -219,22 +251,18 @@ func (l *Log) recover() error {
 		}
 		// The last segment is read a window at a time too, never whole:
 		// a segment may be as large as MaxSegmentSize.
-		newScanner := func() *frameScanner {
-			sc := l.scanFile(f, name, first, size)
-			if cut != noCutLSN {
-				// A cut a read-only Log does not finish: read the
-				// segment as finishTruncate would leave it.
-				sc.zeroFrom = min(size, max(segmentHeaderSize, sc.s.offset(cut)))
-			}
-			return sc
-		}
-		sc := newScanner()
+		sc := l.scanFile(f, name, first, size)
 		sizes = append(sizes, size)
 		if err := checkSegment(sc); err != nil {
 			l.info.BytesRead += sc.read
 			return err
 		}
-		version := binary.LittleEndian.Uint32(sc.bytesAt(0)[8:12])
+		version, use := sc.s.version, sc.s.use
+		newScanner := func() *frameScanner {
+			sc := l.scanFile(f, name, first, size)
+			sc.setFormat(version, use)
+			return sc
+		}
 		if i == 0 {
 			oldestVersion = version
 		}
@@ -250,7 +278,7 @@ func (l *Log) recover() error {
 			var again error
 			end, proven, again = l.recoverTail(sc, version)
 			l.info.BytesRead += sc.read
-			if again != nil && again.Error() == err.Error() {
+			if again != nil && sameVerdict(again, err) {
 				break
 			}
 			err = again
@@ -259,14 +287,9 @@ func (l *Log) recover() error {
 			return err
 		}
 		l.info.Unvouched = int64(end-proven) + rollUnvouched
-		s := &segment{first: first, version: version, size: size, limit: size, path: path}
+		s := &segment{first: first, version: version, use: use, size: size, limit: size, path: path}
 		l.writeSeg, l.appendSeg, l.next = s, s, end
-		if l.readOnly {
-			continue
-		}
-		if err := l.repairTail(s, sc, end, proven); err != nil {
-			return err
-		}
+		l.planRepairTail(s, sc, end, proven)
 	}
 	if !recorded && oldestVersion >= 2 && firsts[0] != 0 {
 		// A log is created at LSN 0, and only RemoveBefore moves its start,
@@ -275,15 +298,14 @@ func (l *Log) recover() error {
 		return &CorruptionError{Segment: segmentName(0), Offset: 0,
 			Reason: fmt.Sprintf("missing: %s is gone and the oldest segment present starts at LSN %d, not 0: the log's first segments are missing", firstLSNName, firsts[0])}
 	}
-	if !recorded && oldestVersion >= 2 && !l.readOnly {
+	if !recorded && oldestVersion >= 2 {
 		// Only a crash between creating the log's first segment and
 		// recording its start leaves a version-2 log without the record
 		// (an older build cannot read such a log, so the file costs no
 		// compatibility): write it, or a later loss of the oldest segment
 		// would go unnoticed.
-		if err := l.writeFirstLSN(firsts[0]); err != nil {
-			return fmt.Errorf("wal: open: %w", err)
-		}
+		start := firsts[0]
+		l.plan.add(func() error { return l.writeFirstLSN(start) }, "record the log's start, LSN %d, in %s", start, firstLSNName)
 	}
 	// Kept files are trusted only after a clean Close. A roll reuses a
 	// kept file by renaming it, and a crash may undo the rename while
@@ -300,10 +322,41 @@ func (l *Log) recover() error {
 	if err := l.adoptPooled(pooled, trustBelow); err != nil {
 		return err
 	}
+	// A new epoch from the recovered end, before any frame is appended:
+	// whatever followed the end (a torn tail, the frames of a cut whose
+	// zeros never reached the disk) can never come back after new frames,
+	// even where the zeros written over it are lost. The recovered frames
+	// were made durable first (repairTail), so nothing before the end can
+	// change after it.
+	end := l.next
+	l.plan.add(func() error { return l.beginEpoch(end) }, "begin epoch %d at LSN %d (file %s)", l.epoch.N+1, end, epochName)
+	l.info.Epoch = l.epoch.N
+	l.info.Steps = l.plan.describe()
 	l.segFirsts, l.segSizes = firsts, sizes
 	l.info.FirstLSN, l.info.EndLSN = firsts[0], l.next
+	if !l.readOnly {
+		if err := l.plan.apply(); err != nil {
+			return err
+		}
+		l.info.Epoch = l.epoch.N
+	}
 	slices.SortStableFunc(l.info.Quarantined, func(a, b QuarantineFile) int { return cmp.Compare(a.FromLSN, b.FromLSN) })
 	return nil
+}
+
+// planRepairTail adds to the plan the step that makes the recovered last
+// segment s ready for appends (repairTail), described by what it will do.
+func (l *Log) planRepairTail(s *segment, sc *frameScanner, end, proven LSN) {
+	var parts []string
+	if end > proven {
+		parts = append(parts, fmt.Sprintf("write again the unvouched frames of LSNs %d to %d", proven, end))
+	}
+	if n := l.info.TornBytes; n > 0 {
+		parts = append(parts, fmt.Sprintf("quarantine and zero the %d torn bytes from LSN %d", n, end))
+	}
+	parts = append(parts, "sync it")
+	l.plan.add(func() error { return l.repairTail(s, sc, end, proven) },
+		"open %s for appends at LSN %d: %s", segmentName(s.first), end, strings.Join(parts, ", "))
 }
 
 // repairTail makes the recovered last segment s (its bytes buf, valid
@@ -384,31 +437,40 @@ func (l *Log) repairTail(s *segment, sc *frameScanner, end, proven LSN) error {
 // firstLSNName is the file recording where the log starts: written when a
 // log is created and by RemoveBefore before it removes anything, so a
 // missing oldest segment is damage, not a checkpoint.
-const firstLSNName = "first-lsn"
+const firstLSNName = format.FirstLSNName
 
-// writeFirstLSN makes first the recorded start of the log. An existing
-// record is overwritten in place and synced, as PostgreSQL updates
-// pg_control: its 16 bytes lie in the file's first sector, which a disk
-// writes whole or not at all, and an in-place write needs no free block, so
-// RemoveBefore can free space on a full disk. A new record is written under
-// a temporary name, synced, renamed into place and the directory synced.
+// writeFirstLSN makes first the recorded start of the log: written under
+// a temporary name, synced, renamed into place and the directory synced, so
+// that a write cut short (a full disk, a crash) leaves the old record whole.
+// Where that needs a block the disk no longer has (ENOSPC), the record is
+// overwritten in place and synced, as PostgreSQL updates pg_control: its 16
+// bytes lie in the file's first sector, and an in-place write needs no free
+// block, so RemoveBefore can free space on a full disk. An in-place write
+// that fails puts the old record back (the simulator, seed 4032, found a
+// short write leaving a record that no longer checked).
 func (l *Log) writeFirstLSN(first LSN) error {
-	f, err := l.fs.OpenReadWrite(filepath.Join(l.dir, firstLSNName), l.bufferedMethod())
-	if err == nil {
-		if _, err := f.WriteAt(encodeLSNRecord(first), 0); err != nil {
-			f.Close()
-			return err
-		}
-		if err := l.syncSegment(f); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
+	err := l.writeLSNFile(firstLSNName, first)
+	if err == nil || !errors.Is(err, syscall.ENOSPC) {
 		return err
 	}
-	return l.writeLSNFile(firstLSNName, first)
+	f, oerr := l.fs.OpenReadWrite(filepath.Join(l.dir, firstLSNName), l.bufferedMethod())
+	if oerr != nil {
+		return err
+	}
+	old := make([]byte, 16)
+	n, _ := f.ReadAt(old, 0)
+	if _, werr := f.WriteAt(encodeLSNRecord(first), 0); werr != nil {
+		if n == len(old) {
+			f.WriteAt(old, 0) // best effort: the record as it was
+		}
+		f.Close()
+		return werr
+	}
+	if serr := l.syncSegment(f); serr != nil {
+		f.Close()
+		return serr
+	}
+	return f.Close()
 }
 
 // checkFirst compares the segments found with the recorded start of the
@@ -424,28 +486,30 @@ func (l *Log) checkFirst(firsts []LSN) (kept []LSN, recorded bool, err error) {
 	if !ok {
 		return firsts, false, nil
 	}
-	if len(firsts) > 1 && firsts[0] < first && firsts[1] <= first && !l.readOnly {
+	if first > firsts[0] && !slices.Contains(firsts, first) {
+		// RemoveBefore records the first LSN of the oldest segment it
+		// keeps, and only then removes the older ones: a record naming
+		// no segment (a restored or copied file) contradicts the
+		// segments, and none is removed on its word.
+		return nil, true, &CorruptionError{Segment: firstLSNName, Offset: 0,
+			Reason: fmt.Sprintf("%s records the log's start at LSN %d, which is not the first LSN of any segment present (%s to %s)",
+				firstLSNName, first, segmentName(firsts[0]), segmentName(firsts[len(firsts)-1]))}
+	}
+	if len(firsts) > 1 && firsts[0] < first && firsts[1] <= first {
 		// The record is updated in place: after a process crash what was
 		// read may be only in the page cache, and after a failed sync
 		// there as clean, so a sync would write nothing (fsyncgate).
 		// Write it again and sync it before removing what it says is gone.
-		if err := l.writeFirstLSN(first); err != nil {
-			return nil, true, fmt.Errorf("wal: open: writing %s again: %w", firstLSNName, err)
-		}
+		l.plan.add(func() error { return l.writeFirstLSN(first) }, "write %s (LSN %d) again and sync it", firstLSNName, first)
 	}
 	removed := false
 	for len(firsts) > 1 && firsts[0] < first && firsts[1] <= first {
-		if !l.readOnly { // a read-only Log just leaves them out
-			if err := l.fs.Remove(filepath.Join(l.dir, segmentName(firsts[0]))); err != nil {
-				return nil, true, fmt.Errorf("wal: open: finishing an interrupted RemoveBefore: %w", err)
-			}
-		}
+		path := filepath.Join(l.dir, segmentName(firsts[0]))
+		l.plan.add(func() error { return l.fs.Remove(path) }, "remove %s, below the recorded start (an interrupted RemoveBefore)", segmentName(firsts[0]))
 		firsts, removed = firsts[1:], true
 	}
-	if removed && !l.readOnly {
-		if err := l.syncDir(); err != nil {
-			return nil, true, fmt.Errorf("wal: open: %w", err)
-		}
+	if removed {
+		l.plan.add(l.syncDir, "sync the directory")
 	}
 	if firsts[0] > first {
 		return nil, true, &CorruptionError{Segment: segmentName(first), Offset: 0,
@@ -469,19 +533,21 @@ func (l *Log) adoptPooled(names []string, start LSN) error {
 		path := filepath.Join(l.dir, name)
 		if kept < l.opts.RecycleSegments && l.reusable(path, start) {
 			kept++
-			if !l.readOnly {
+			l.plan.add(func() error {
 				l.pool = append(l.pool, path)
 				n, _ := parseRecycleName(name)
 				for cur := l.tmpSeq.Load(); cur < n && !l.tmpSeq.CompareAndSwap(cur, n); cur = l.tmpSeq.Load() {
 				}
-			}
+				return nil
+			}, "keep %s for reuse", name)
 			continue
 		}
-		if !l.readOnly {
+		l.plan.add(func() error {
 			if err := l.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("wal: open: removing leftover %s: %w", name, err)
+				return err
 			}
-		}
+			return nil
+		}, "remove the leftover %s", name)
 		l.info.RemovedTemp++
 	}
 	return nil
@@ -565,7 +631,7 @@ func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error)
 		}
 	}()
 	headerGood := checkSegment(ssc) == nil
-	if headerGood && !earlyUse(binary.LittleEndian.Uint32(ssc.bytesAt(0)[8:12])) {
+	if headerGood && !earlyUse(ssc.s.version) {
 		return firsts, 0, nil
 	}
 	if !headerGood {
@@ -573,6 +639,10 @@ func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error)
 			!headerUnwritten(ssc.bytesAt(0)[:segmentHeaderSize], sFirst) {
 			return firsts, 0, nil // damage: the checks that follow report it
 		}
+		// Its frames, if any, were written by this build (a roll of an
+		// older one leaves no epoch record behind) under a use ID whose
+		// header is lost: none validates, and the scans below find none.
+		ssc.s.version, ssc.s.use = segmentVersion, 0
 	}
 	pf, psc, err := open(pPath, pName, pFirst)
 	if err != nil {
@@ -585,7 +655,7 @@ func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error)
 	if checkSegment(psc) != nil {
 		return firsts, 0, nil
 	}
-	pVersion := binary.LittleEndian.Uint32(psc.bytesAt(0)[8:12])
+	pVersion := psc.s.version
 	// A version-1 segment gets a link too when it fits (writeLink).
 	if linked, err := psc.linkAt(sFirst); err != nil || linked {
 		return firsts, 0, err
@@ -605,30 +675,24 @@ func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error)
 		// link that vouches for them, and P's unvouched frames are
 		// written again before the link's sync makes P durable.
 		from := max(proven, min(sMark, sFirst))
-		if !l.readOnly {
-			// Written again, not only synced: after a failed sync the
-			// page cache may hold it as clean while the disk does not
-			// (fsyncgate), and a sync would then write nothing.
-			hdr := make([]byte, segmentHeaderSize)
-			if err := ssc.readAt(hdr, 0); err != nil {
-				return firsts, 0, err
-			}
-			if err := l.rewriteHeader(sPath, hdr); err != nil {
-				return firsts, 0, fmt.Errorf("wal: open: writing the header of %s again: %w", sName, err)
-			}
-			if err := l.syncDir(); err != nil {
-				return firsts, 0, fmt.Errorf("wal: open: %w", err)
-			}
-			if from < sFirst {
-				p := &segment{first: pFirst, version: pVersion, size: psc.s.size, path: pPath}
-				if err := l.rewrite(p, psc, from, sFirst); err != nil {
-					return firsts, 0, fmt.Errorf("wal: open: rewriting the unvouched frames of %s: %w", pName, err)
-				}
-			}
+		// Written again, not only synced: after a failed sync the page
+		// cache may hold it as clean while the disk does not
+		// (fsyncgate), and a sync would then write nothing.
+		hdr := make([]byte, ssc.s.hdr())
+		if err := ssc.readAt(hdr, 0); err != nil {
+			return firsts, 0, err
+		}
+		l.plan.add(func() error { return l.rewriteHeader(sPath, hdr) }, "write the header of %s again and sync it", sName)
+		l.plan.add(l.syncDir, "sync the directory")
+		if from < sFirst {
+			p := &segment{first: pFirst, version: pVersion, use: psc.s.use, size: psc.s.size, path: pPath}
+			l.plan.add(func() error {
+				return l.withScanner(p, func(sc *frameScanner) error { return l.rewrite(p, sc, from, sFirst) })
+			}, "write again the unvouched frames of %s, LSNs %d to %d, and sync them", pName, from, sFirst)
 		}
 		return firsts, int64(sFirst - min(from, sFirst)), nil
 	}
-	at, wm, _, _, err := scanTail(ssc, segmentHeaderSize, x, x+1)
+	at, wm, _, _, err := scanTail(ssc, ssc.s.hdr(), x, x+1)
 	if err != nil {
 		return firsts, 0, err
 	}
@@ -642,26 +706,42 @@ func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error)
 	}
 	// The roll into S never finished: S goes, and P is the last segment.
 	l.info.DroppedSegment = sName
-	if l.readOnly {
-		return firsts[:n-1], 0, nil
-	}
-	l.opts.Logger.Warn("wal: the last roll did not finish before the crash: removing its new segment",
-		"segment", sName, "end_lsn", x, "frames_bytes", int64(sEnd-sFirst))
-	if sEnd > sFirst {
-		if err := l.quarantine(sFirst, ssc, segmentHeaderSize, int64(sEnd-sFirst)); err != nil {
-			return firsts, 0, fmt.Errorf("wal: open: quarantining the frames of %s: %w", sName, err)
+	tornBytes := int64(sEnd - sFirst)
+	if !headerGood {
+		// Its frames cannot be told from other bytes without the use ID
+		// the lost header held: keep everything written after it.
+		last, err := ssc.lastNonZero(ssc.s.hdr())
+		if err != nil {
+			return firsts, 0, err
 		}
+		tornBytes = last + 1 - ssc.s.hdr()
 	}
-	l.info.BytesRead += ssc.read
-	sf.Close()
-	sf = nil
-	if err := l.fs.Remove(sPath); err != nil {
-		return firsts, 0, fmt.Errorf("wal: open: removing %s: %w", sName, err)
+	sSeg := &segment{first: sFirst, version: ssc.s.version, use: ssc.s.use, size: ssc.s.size, path: sPath}
+	if tornBytes > 0 {
+		l.plan.add(func() error {
+			l.opts.Logger.Warn("wal: the last roll did not finish before the crash: removing its new segment",
+				"segment", sName, "end_lsn", x, "frames_bytes", tornBytes)
+			return l.withScanner(sSeg, func(sc *frameScanner) error { return l.quarantine(sFirst, sc, sc.s.hdr(), tornBytes) })
+		}, "quarantine the %d bytes written into %s, a segment whose roll a crash cut short", tornBytes, sName)
 	}
-	if err := l.syncDir(); err != nil {
-		return firsts, 0, fmt.Errorf("wal: open: %w", err)
-	}
+	l.plan.add(func() error { return l.fs.Remove(sPath) }, "remove %s", sName)
+	l.plan.add(l.syncDir, "sync the directory")
 	return firsts[:n-1], 0, nil
+}
+
+// withScanner runs fn with a scanner of the segment s's file, opened for
+// the call, whose format is s's.
+func (l *Log) withScanner(s *segment, fn func(sc *frameScanner) error) error {
+	f, err := l.fs.Open(s.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := l.scanFile(f, segmentName(s.first), s.first, s.size)
+	sc.setFormat(s.version, s.use)
+	err = fn(sc)
+	l.info.BytesRead += sc.read
+	return err
 }
 
 // headerUnwritten reports whether b, the first bytes of the segment file
@@ -673,10 +753,8 @@ func headerUnwritten(b []byte, first LSN) bool {
 	if bytes.Equal(b, make([]byte, len(b))) {
 		return true
 	}
-	if [8]byte(b[:8]) != segmentMagic || binary.LittleEndian.Uint64(b[24:32]) != xxhash.Sum64(b[:24]) {
-		return false
-	}
-	return LSN(binary.LittleEndian.Uint64(b[16:24])) < first
+	h, why, _ := decodeSegmentHeader(b)
+	return why == "" && LSN(h.First) < first
 }
 
 // rewriteHeader writes hdr, the header read from the segment file at path,
@@ -737,7 +815,7 @@ func (l *Log) checkSealedSegment(path, name string, first, next LSN) (size int64
 	if err := checkSegment(sc); err != nil {
 		return 0, 0, err
 	}
-	version = binary.LittleEndian.Uint32(sc.bytesAt(0)[8:12])
+	version = sc.s.version
 	linked := false
 	if version >= 2 {
 		if linked, err = sc.linkAt(next); err != nil {
@@ -757,12 +835,11 @@ func (l *Log) checkSealedSegment(path, name string, first, next LSN) (size int64
 	// of the successor, if it is the last segment, would pass for the end
 	// of the log. (A segment too full to hold one needs none: nothing
 	// could follow its frames.)
-	if version < 2 || linked || l.readOnly || sc.s.offset(next)+endFrameSize > size {
+	if version < 2 || linked || sc.s.offset(next)+endFrameSize > size {
 		return size, version, nil
 	}
-	if err := l.writeLink(&segment{first: first, version: version, size: size, path: path}, next); err != nil {
-		return 0, 0, fmt.Errorf("wal: open: writing the missing link of %s: %w", name, err)
-	}
+	seg := &segment{first: first, version: version, use: sc.s.use, size: size, path: path}
+	l.plan.add(func() error { return l.writeLink(seg, next) }, "write the missing link frame of %s, at LSN %d", name, next)
 	return size, version, nil
 }
 
@@ -960,7 +1037,7 @@ func scanTail(sc *frameScanner, xoff int64, x, lo LSN) (at, wm LSN, end, last in
 			}
 			covered = max(covered, cbase+int64(len(chunk)))
 		}
-		pos := sc.s.first + LSN(off-segmentHeaderSize)
+		pos := sc.s.first + LSN(off-sc.s.hdr())
 		h := chunk[off-cbase:]
 		if w := LSN(binary.LittleEndian.Uint64(h[16:24])); w < lo || w > pos {
 			continue
@@ -1030,39 +1107,16 @@ func (l *Log) rewrite(s *segment, sc *frameScanner, from, end LSN) error {
 	return f.Close()
 }
 
-const quarantineSuffix = ".torn"
-
 // quarantineName returns the name of the n-th quarantine file (n = 0: the
 // first) for a torn tail of the given size at LSN from.
 func quarantineName(from LSN, size int64, n int) string {
-	if n == 0 {
-		return fmt.Sprintf("%020d-%020d%s", uint64(from), uint64(from)+uint64(size), quarantineSuffix)
-	}
-	return fmt.Sprintf("%020d-%020d.%d%s", uint64(from), uint64(from)+uint64(size), n, quarantineSuffix)
+	return format.QuarantineName(uint64(from), size, n)
 }
 
 // parseQuarantineName recognises a name quarantineName made.
 func parseQuarantineName(name string) (QuarantineFile, bool) {
-	base, ok := strings.CutSuffix(name, quarantineSuffix)
-	if !ok {
-		return QuarantineFile{}, false
-	}
-	if i := strings.IndexByte(base, '.'); i >= 0 {
-		if n, err := strconv.Atoi(base[i+1:]); err != nil || n <= 0 {
-			return QuarantineFile{}, false
-		}
-		base = base[:i]
-	}
-	a, b, ok := strings.Cut(base, "-")
-	if !ok || len(a) != 20 || len(b) != 20 {
-		return QuarantineFile{}, false
-	}
-	from, err1 := strconv.ParseUint(a, 10, 64)
-	_, err2 := strconv.ParseUint(b, 10, 64)
-	if err1 != nil || err2 != nil {
-		return QuarantineFile{}, false
-	}
-	return QuarantineFile{Name: name, FromLSN: LSN(from)}, true
+	from, ok := format.ParseQuarantineName(name)
+	return QuarantineFile{Name: name, FromLSN: LSN(from)}, ok
 }
 
 // quarantine copies the torn tail p, which starts at LSN from, into a new
@@ -1162,19 +1216,6 @@ func (l *Log) zeroDirect(s *segment, stop int64) error {
 		off += n
 	}
 	return nil
-}
-
-// String names a frame status for error messages.
-func (st frameStatus) String() string {
-	switch st {
-	case frameValid:
-		return "valid frame"
-	case frameZero:
-		return "zeroed frame header"
-	case frameShort:
-		return "truncated frame"
-	}
-	return "invalid frame (bad length, flags or checksum)"
 }
 
 // lastNonZeroFrom returns the offset of the last non-zero byte of buf at or

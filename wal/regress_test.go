@@ -113,7 +113,7 @@ func TestSegmentWithoutRecordedSize(t *testing.T) {
 	seg := segments(t, mem)[0]
 	b := fileBytes(t, mem, seg)
 	binary.LittleEndian.PutUint32(b[12:16], 0)
-	binary.LittleEndian.PutUint64(b[24:32], xxhash.Sum64(b[:24]))
+	binary.LittleEndian.PutUint64(b[56:64], xxhash.Sum64(b[:56]))
 	setFile(t, mem, seg, b)
 	_, recs, _ := replay(t, mem, wal.Options{SegmentSize: testSegmentSize})
 	require.Equal(t, [][]byte{record(1, 0, 100)}, recs)

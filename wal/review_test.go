@@ -36,17 +36,17 @@ import (
 // gets no end frame at Close, and damage in its last group is then taken for
 // a torn tail and cut (issue 11.1 again, in this corner).
 //
-// Sequence: SegmentSize 4 KiB (room 4040), SyncNever, eighteen 200-byte
-// records (224-byte frames, 4032 bytes used), Close() returns nil (it synced
-// all 18). Flip one payload bit of record 3. Expected: Open fails with
+// Sequence: SegmentSize 4 KiB (room 4008), SyncNever, twenty 176-byte
+// records (200-byte frames, 4000 bytes used), Close() returns nil (it synced
+// all 20). Flip one payload bit of record 3. Expected: Open fails with
 // ErrCorrupt. Happens: Open returns nil with records 1-2 only, 16 records
 // that Close had made durable are quarantined and zeroed.
 func TestCleanCloseNearlyFullSegmentVerifiesLastGroup(t *testing.T) {
 	mem := vfs.NewMem()
 	opts := wal.Options{FS: mem, SegmentSize: 4 << 10, Policy: policy.SyncNever()}
 	l := openLog(t, mem, opts)
-	appendN(t, l, 0, 18, 200)
-	require.Equal(t, wal.LSN(18*frameSize(200)), l.AppendedLSN())
+	appendN(t, l, 0, 20, 176)
+	require.Equal(t, wal.LSN(20*frameSize(176)), l.AppendedLSN())
 	require.NoError(t, l.Close())
 	segs := segments(t, mem)
 	require.Len(t, segs, 1, "no roll: everything is in one segment")
@@ -57,14 +57,14 @@ func TestCleanCloseNearlyFullSegmentVerifiesLastGroup(t *testing.T) {
 	require.NoError(t, l.Close())
 
 	b := fileBytes(t, mem, segs[0])
-	b[segHeader+2*frameSize(200)+frameHeader+7] ^= 0x04 // record 3's payload
+	b[segHeader+2*frameSize(176)+frameHeader+7] ^= 0x04 // record 3's payload
 	setFile(t, mem, segs[0], b)
 	l2, err := wal.Open(logDir, opts)
 	if err == nil {
 		info := l2.Recovered()
 		_, got := readAll(t, l2, 0)
 		l2.Close()
-		t.Fatalf("Open after a clean Close (Clean=%v before the damage) returned nil with %d of 18 records, TornBytes %d, quarantined %v: damage in data Close synced was taken for a torn tail",
+		t.Fatalf("Open after a clean Close (Clean=%v before the damage) returned nil with %d of 20 records, TornBytes %d, quarantined %v: damage in data Close synced was taken for a torn tail",
 			clean, len(got), info.TornBytes, info.Quarantined)
 	}
 	require.ErrorIs(t, err, wal.ErrCorrupt)
@@ -625,7 +625,7 @@ func TestCloseWaitsForRemoveBefore(t *testing.T) {
 // on every try, although the next segment would be made at the new size.
 //
 // Sequence: Open with SegmentSize 4 KiB, Close (no record); reopen with
-// 64 KiB; Append a 10 KiB record (MaxRecordSize allows 64 KiB-80).
+// 64 KiB; Append a 10 KiB record (MaxRecordSize allows 64 KiB-112).
 // Expected: nil (a roll to a 64 KiB segment). Happens: ErrRecordTooLarge.
 func TestEmptySmallSegmentTakesLargeRecordAfterResize(t *testing.T) {
 	mem := vfs.NewMem()

@@ -23,15 +23,17 @@ type frameScanner struct {
 	s        segment  // first and size
 	win      []byte   // bytes of the file from woff
 	woff     int64
-	read     int64 // bytes read from f
-	zeroFrom int64 // the file's bytes from this offset read as zeros (a cut not finished); size if none
-	window   int64 // scanWindow, or less in tests
+	read     int64     // bytes read from f
+	zeroFrom int64     // the file's bytes from this offset read as zeros (a cut not finished); size if none
+	window   int64     // scanWindow, or less in tests
+	rule     epochRule // the epoch rule valid frames must also meet (frameStale)
+	cut      LSN       // a recorded cut not yet finished: the bytes from it read as zeros (noCutLSN: none)
 }
 
 // scanFile returns a scanner of the segment file f (of size bytes, whose
 // first frame is at first), read through a window of scanWindow bytes.
 func scanFile(f vfs.File, name string, first LSN, size int64) *frameScanner {
-	return &frameScanner{f: f, name: name, s: segment{first: first, size: size}, zeroFrom: size, window: scanWindow}
+	return &frameScanner{f: f, name: name, s: segment{first: first, size: size}, zeroFrom: size, window: scanWindow, cut: noCutLSN}
 }
 
 // scanFile returns a scanner of the segment file f with the Log's window.
@@ -40,12 +42,14 @@ func (l *Log) scanFile(f vfs.File, name string, first LSN, size int64) *frameSca
 	if w := l.opts.scanWindow; w > 0 {
 		sc.window = max(w, 2*frameHeaderSize)
 	}
+	sc.rule = l.epoch
+	sc.cut = l.recoverCut
 	return sc
 }
 
 // scanBytes returns a scanner of the segment b, held whole in memory.
 func scanBytes(b []byte, name string, first LSN) *frameScanner {
-	return &frameScanner{name: name, s: segment{first: first, size: int64(len(b))}, win: b, zeroFrom: int64(len(b)), window: scanWindow}
+	return &frameScanner{name: name, s: segment{first: first, size: int64(len(b))}, win: b, zeroFrom: int64(len(b)), window: scanWindow, cut: noCutLSN}
 }
 
 // readAt fills p with the segment's bytes at off (zeros from zeroFrom on),
@@ -157,16 +161,20 @@ func (sc *frameScanner) bytesAt(off int64) []byte {
 // aliases the window: valid until the next call. With ahead it reads a
 // window's worth of the frames that follow too.
 func (sc *frameScanner) frame(lsn LSN, ahead bool) (rec []byte, wm LSN, size int64, flags uint32, st frameStatus, err error) {
+	if sc.s.version == 0 {
+		sc.detectFormat()
+	}
 	off := sc.s.offset(lsn)
 	if off >= sc.s.size {
 		return nil, 0, 0, 0, frameShort, nil
 	}
-	maxRec := int(maxRecordFor(sc.s.size))
+	maxRec := int(sc.s.size - sc.s.hdr() - frameHeaderSize)
 	if err := sc.load(off, frameHeaderSize, ahead); err != nil {
 		return nil, 0, 0, 0, frameShort, err
 	}
 	b := sc.bytesAt(off)
-	rec, wm, size, st = decodeFrame(b, lsn, maxRec)
+	ff := sc.s.format()
+	rec, wm, size, st = decodeFrame(b, ff, lsn, maxRec)
 	if st == frameShort && len(b) >= frameHeaderSize {
 		// The frame runs past the window: read all of it, if the file holds it.
 		if n := binary.LittleEndian.Uint32(b[8:12]); int64(n) <= int64(maxRec) {
@@ -174,16 +182,48 @@ func (sc *frameScanner) frame(lsn LSN, ahead bool) (rec []byte, wm LSN, size int
 				return nil, 0, 0, 0, frameShort, err
 			}
 			b = sc.bytesAt(off)
-			rec, wm, size, st = decodeFrame(b, lsn, maxRec)
+			rec, wm, size, st = decodeFrame(b, ff, lsn, maxRec)
 		}
 	}
 	if st == frameValid && off+size > sc.s.size {
 		st = frameShort // its padding is cut off (a file truncated to an odd size)
 	}
+	if st == frameValid && !sc.rule.Admits(ff, uint64(lsn), binary.LittleEndian.Uint32(b[12:16])) {
+		st = frameStale
+	}
 	if st == frameValid {
 		flags = frameFlags(b)
 	}
 	return rec, wm, size, flags, st, nil
+}
+
+// detectFormat reads the segment's header for the format of its frames,
+// if checkSegment has not: a header that does not decode leaves the oldest
+// format, whose frames the checksums then judge.
+func (sc *frameScanner) detectFormat() {
+	version, use := uint32(minSegmentVersion), uint64(0)
+	if sc.load(0, segmentHeaderSize, false) == nil {
+		if h, why, _ := decodeSegmentHeader(sc.bytesAt(0)); why == "" {
+			version, use = h.Version, h.Use
+		}
+	}
+	sc.setFormat(version, use)
+}
+
+// setFormat records the format of the segment's frames, and with it where
+// a pending cut (sc.cut) starts in the file: the bytes from there read as
+// zeros, as finishing the cut will leave them.
+func (sc *frameScanner) setFormat(version uint32, use uint64) {
+	sc.s.version, sc.s.use = version, use
+	if sc.cut == noCutLSN || sc.cut < sc.s.first {
+		return
+	}
+	if z := min(sc.s.size, max(sc.s.hdr(), sc.s.offset(sc.cut))); z < sc.zeroFrom {
+		sc.zeroFrom = z
+		if sc.f != nil {
+			sc.win, sc.woff = sc.win[:0], 0 // read again, zeros from z on
+		}
+	}
 }
 
 // validEnd returns the file offset where the segment's valid frames end.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/durawal/durawal/internal/longtest"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
@@ -507,8 +508,8 @@ func TestSealFailEveryOp(t *testing.T) {
 	// zero-fill them.
 	pols := []policy.Policy{policy.SyncEveryCommit(), policy.SyncEveryN(3), policy.SyncInterval(time.Millisecond),
 		policy.BufferedInterval(time.Millisecond, time.Millisecond), policy.AsyncCommit(time.Millisecond, 0), policy.SyncNever()}
-	for _, m := range []vfs.SyncMethod{vfs.Fdatasync, vfs.ODirect} {
-		for _, pol := range pols {
+	for _, m := range []vfs.SyncMethod{vfs.Fdatasync, vfs.ODirect}[:longtest.Pick(2, 1)] { // O_DIRECT with DURAWAL_LONG=1
+		for _, pol := range pols[:longtest.Pick(len(pols), 4)] { // by default up to BufferedInterval, which allocates spares
 			for _, wl := range workloads {
 				t.Run(fmt.Sprintf("%v/%s/%s", m, pol, wl.name), func(t *testing.T) {
 					sealFailEveryOp(t, wal.Options{SegmentSize: 4 << 10, Policy: pol, SyncMethod: m}, wl.run)
@@ -603,7 +604,7 @@ func sealFsyncgate(t *testing.T, opts wal.Options, workload workloadFunc) {
 
 func TestSealFsyncgate(t *testing.T) {
 	pols := []policy.Policy{policy.SyncEveryCommit(), policy.SyncInterval(time.Millisecond), policy.SyncNever()}
-	for _, m := range []vfs.SyncMethod{vfs.Fdatasync, vfs.ODirect} {
+	for _, m := range []vfs.SyncMethod{vfs.Fdatasync, vfs.ODirect}[:longtest.Pick(2, 1)] { // O_DIRECT with DURAWAL_LONG=1
 		for _, pol := range pols {
 			for _, wl := range workloads {
 				t.Run(fmt.Sprintf("%v/%s/%s", m, pol, wl.name), func(t *testing.T) {

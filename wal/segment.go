@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -12,79 +13,66 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/durawal/durawal/policy"
+	"github.com/durawal/durawal/wal/internal/format"
 	"github.com/durawal/durawal/wal/vfs"
 )
 
-// Segment header layout (little endian), normative, documented in doc.go:
-//
-//	[0:8)   magic      "durawal\x00"
-//	[8:12)  version    4, or 5 for a recycled segment (1 to 3: written by older builds; still read)
-//	[12:16) size/8     the file's size in bytes when created, divided by 8
-//	[16:24) first LSN  the LSN of the segment's first frame (also its name)
-//	[24:32) checksum   xxhash64 of bytes [0:24)
-//
-// Version 3 is version 2 in a recycled file: the bytes after its frames are
-// not zeros but what an earlier use of the file left, frames of LSNs below
-// the log's start that no checksum seeded with a current LSN accepts.
-// Recovery treats them as stale, not torn (recoverTail).
-//
-// Versions 4 and 5 are versions 2 and 3 written by a roll that seals the
-// segment it finished in the background: frames may have been written to a
-// version 4 or 5 segment before its predecessor was synced, so a crash can
-// leave the predecessor's tail torn and its link missing while this segment
-// holds frames. Recovery then ends the log in the predecessor unless a frame
-// vouches for what was lost (recoverRoll). Builds that read only versions
-// up to 3 refuse such a log (ErrUnsupportedVersion) rather than report that
-// state as damage.
+// The segment header is package format's (wal/internal/format), documented
+// in doc.go: 32 bytes in versions 1 to 5, 64 in versions 6 and 7, which add
+// the use ID that every frame's checksum is seeded with. The names below
+// are this package's for it.
 const (
-	segmentHeaderSize = 32
-	segmentVersion    = 4 // written by this build for a new segment (allocated or zero-filled)
-	recycledVersion   = 5 // written by this build for a recycled segment
-	minSegmentVersion = 1 // the oldest this build reads
-	maxSegmentVersion = recycledVersion
-	segmentSuffix     = ".wal"
-	tmpSuffix         = ".wal.tmp"
-	lockName          = "LOCK"
+	legacyHeaderSize  = format.LegacyHeaderSize // header of format versions 1 to 5
+	segmentHeaderSize = format.HeaderSize       // header of format versions 6 and 7
+	segmentVersion    = format.Version          // written by this build for a new segment (allocated or zero-filled)
+	recycledVersion   = format.RecycledVersion  // written by this build for a recycled segment
+	minSegmentVersion = format.MinVersion       // the oldest this build reads
+	maxSegmentVersion = format.MaxVersion
+	segmentSuffix     = format.SegmentExt
+	tmpSuffix         = format.TempExt
+	lockName          = format.LockName
 )
+
+// headerSize returns the size in bytes of the header of a segment of
+// format version v: where its first frame starts.
+func headerSize(v uint32) int64 { return format.HeaderSizeOf(v) }
 
 // staleTail reports whether a segment of format version v is a recycled
 // file, whose bytes after the frames may be stale frames rather than zeros.
-func staleTail(v uint32) bool { return v == 3 || v == 5 }
+func staleTail(v uint32) bool { return format.StaleTail(v) }
 
 // earlyUse reports whether a segment of format version v may have received
 // frames before its predecessor was synced (a roll sealing in the
 // background).
-func earlyUse(v uint32) bool { return v >= 4 }
+func earlyUse(v uint32) bool { return format.EarlyUse(v) }
 
-var segmentMagic = [8]byte{'d', 'u', 'r', 'a', 'w', 'a', 'l', 0}
+var segmentMagic = format.Magic
 
 // segmentName returns the base name of the segment whose first frame is at
 // first: 20 decimal digits, so names sort in LSN order.
-func segmentName(first LSN) string { return fmt.Sprintf("%020d%s", uint64(first), segmentSuffix) }
+func segmentName(first LSN) string { return format.SegmentName(uint64(first)) }
 
 // parseSegmentName returns the first LSN a segment name encodes.
 func parseSegmentName(name string) (LSN, bool) {
-	digits, ok := strings.CutSuffix(name, segmentSuffix)
-	if !ok || len(digits) != 20 {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(digits, 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	return LSN(n), true
+	n, ok := format.ParseSegmentName(name)
+	return LSN(n), ok
 }
 
-func encodeSegmentHeader(first LSN, size int64, version uint32) []byte {
-	b := make([]byte, segmentHeaderSize)
-	copy(b, segmentMagic[:])
-	binary.LittleEndian.PutUint32(b[8:12], version)
-	binary.LittleEndian.PutUint32(b[12:16], uint32(size/frameAlign))
-	binary.LittleEndian.PutUint64(b[16:24], uint64(first))
-	binary.LittleEndian.PutUint64(b[24:32], xxhash.Sum64(b[:24]))
-	return b
+// encodeSegmentHeader returns the header of a segment of format version
+// version whose first frame is at first, created with size bytes, for the
+// use use (ignored below version 6).
+func encodeSegmentHeader(first LSN, size int64, version uint32, use uint64) []byte {
+	return format.EncodeHeader(format.Header{Version: version, Created: size, First: uint64(first), Use: use})
+}
+
+// segHeader is a decoded segment header.
+type segHeader = format.Header
+
+// decodeSegmentHeader decodes the header at the start of b
+// (format.DecodeHeader).
+func decodeSegmentHeader(b []byte) (h segHeader, why string, unsupported bool) {
+	return format.DecodeHeader(b)
 }
 
 // checkSegment checks the header and size of the segment sc scans, and
@@ -103,7 +91,9 @@ func checkSegment(sc *frameScanner) error {
 	if err := checkHeader(hdr, sc.name, sc.s.first); err != nil {
 		return err
 	}
-	created := int64(binary.LittleEndian.Uint32(hdr[12:16])) * frameAlign
+	h, _, _ := decodeSegmentHeader(hdr)
+	sc.setFormat(h.Version, h.Use)
+	created := h.Created
 	if created == 0 || created == sc.s.size { // 0: written before sizes were recorded
 		return nil
 	}
@@ -121,21 +111,14 @@ func checkSegment(sc *frameScanner) error {
 // checkHeader checks the segment header at the start of b, not the file's
 // size (b may hold only the header).
 func checkHeader(b []byte, name string, first LSN) error {
-	bad := func(off int64, format string, args ...any) error {
-		return &CorruptionError{Segment: name, Offset: off, Reason: fmt.Sprintf(format, args...)}
-	}
+	h, why, unsupported := decodeSegmentHeader(b)
 	switch {
-	case len(b) < segmentHeaderSize:
-		return bad(0, "segment file is %d bytes, too short to hold a segment header (%d bytes)", len(b), segmentHeaderSize)
-	case [8]byte(b[:8]) != segmentMagic:
-		return bad(0, "bad segment magic (not a durawal segment)")
-	case binary.LittleEndian.Uint64(b[24:32]) != xxhash.Sum64(b[:24]):
-		return bad(0, "segment header checksum mismatch")
-	case binary.LittleEndian.Uint32(b[8:12]) < minSegmentVersion || binary.LittleEndian.Uint32(b[8:12]) > maxSegmentVersion:
-		return fmt.Errorf("%w: %s has segment format version %d; this build reads versions %d to %d",
-			ErrUnsupportedVersion, name, binary.LittleEndian.Uint32(b[8:12]), minSegmentVersion, maxSegmentVersion)
-	case LSN(binary.LittleEndian.Uint64(b[16:24])) != first:
-		return bad(16, "header first LSN %d does not match the name", binary.LittleEndian.Uint64(b[16:24]))
+	case unsupported:
+		return fmt.Errorf("%w: %s has %s", ErrUnsupportedVersion, name, why)
+	case why != "":
+		return &CorruptionError{Segment: name, Offset: 0, Reason: why}
+	case LSN(h.First) != first:
+		return &CorruptionError{Segment: name, Offset: 16, Reason: fmt.Sprintf("header first LSN %d does not match the name", h.First)}
 	}
 	return nil
 }
@@ -161,8 +144,11 @@ func (l *Log) checkSegmentHeaders(firsts []LSN) error {
 			l.info.BytesRead += int64(max(n, 0))
 			if n == len(hdr) {
 				err = nil // io.EOF at the end of a short file
-			} else if err == nil {
-				err = io.ErrUnexpectedEOF
+			} else {
+				if err == nil || err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
+				err = fmt.Errorf("read %d of %d bytes: %w", n, len(hdr), err)
 			}
 		}
 		f.Close()
@@ -193,6 +179,7 @@ func (l *Log) checkSegmentHeaders(firsts []LSN) error {
 type segment struct {
 	first   LSN
 	version uint32 // segment format version from its header
+	use     uint64 // use ID from its header (version 6 on): enters every frame's checksum
 	size    int64  // file size in bytes
 	limit   int64  // end of the bytes new frames may use: size, aligned down under O_DIRECT
 	handed  int64  // frames before this offset were handed to the device (WritebackAfter)
@@ -202,7 +189,13 @@ type segment struct {
 }
 
 // capacity returns how many frame bytes fit the segment.
-func (s *segment) capacity() int64 { return s.size - segmentHeaderSize }
+func (s *segment) capacity() int64 { return s.size - s.hdr() }
+
+// hdr returns the size in bytes of s's header: where its first frame starts.
+func (s *segment) hdr() int64 { return headerSize(s.version) }
+
+// format returns how s's frames are encoded.
+func (s *segment) format() frameFormat { return frameFormat{Version: s.version, Use: s.use} }
 
 // room returns how many frame bytes new appends may fill: the capacity,
 // less an unaligned end that direct I/O cannot write (a segment created
@@ -213,7 +206,7 @@ func (s *segment) capacity() int64 { return s.size - segmentHeaderSize }
 func (s *segment) room() int64 {
 	r := s.capacity()
 	if s.limit > 0 {
-		r = s.limit - segmentHeaderSize
+		r = s.limit - s.hdr()
 	}
 	if s.version >= 2 {
 		r -= endFrameSize
@@ -222,7 +215,7 @@ func (s *segment) room() int64 {
 }
 
 // offset returns the file offset of lsn within s.
-func (s *segment) offset(lsn LSN) int64 { return segmentHeaderSize + int64(lsn-s.first) }
+func (s *segment) offset(lsn LSN) int64 { return s.hdr() + int64(lsn-s.first) }
 
 // prepareSegment returns a temporary segment file of SegmentSize bytes in
 // dir that reads as zeros, or a recycled one: appends into it later need no
@@ -283,7 +276,7 @@ func (l *Log) prepareSegment(allocate, sync bool) (*segment, error) {
 		}
 		l.stats.seg.prepared.Add(1)
 		l.stats.seg.prepareTime.Add(int64(time.Since(start)))
-		s := &segment{version: segmentVersion, size: l.opts.SegmentSize, limit: l.opts.SegmentSize, handed: segmentHeaderSize, path: path, f: f}
+		s := &segment{version: segmentVersion, use: newUseID(), size: l.opts.SegmentSize, limit: l.opts.SegmentSize, handed: segmentHeaderSize, path: path, f: f}
 		if !zeroed {
 			s.zeroTo = segmentHeaderSize
 		}
@@ -407,7 +400,7 @@ func (l *Log) installSegment(s *segment) error {
 // zeros already there), which becomes the partial block the first frames
 // rewrite.
 func (l *Log) writeHeader(s *segment) error {
-	hdr := encodeSegmentHeader(s.first, s.size, s.version)
+	hdr := encodeSegmentHeader(s.first, s.size, s.version, s.use)
 	if l.method.Direct() {
 		blk := alignedBuf(l.dio.align, l.dio.align)
 		copy(blk, hdr)
@@ -545,7 +538,7 @@ func (l *Log) reuseSegment() *segment {
 		l.stats.seg.prepared.Add(1)
 		l.stats.seg.recycled.Add(1)
 		l.stats.seg.prepareTime.Add(int64(time.Since(start)))
-		return &segment{version: recycledVersion, size: l.opts.SegmentSize, limit: l.opts.SegmentSize,
+		return &segment{version: recycledVersion, use: newUseID(), size: l.opts.SegmentSize, limit: l.opts.SegmentSize,
 			handed: segmentHeaderSize, path: path, f: f}
 	}
 }
@@ -589,12 +582,25 @@ func writeZeros(f vfs.File, off, stop int64) error {
 
 // headerFirst reads the segment header at the start of f and returns the
 // first LSN it names, if it is a durawal header whose checksum holds (of
-// any format version).
+// any format version this build reads).
 func headerFirst(f vfs.File) (LSN, bool) {
+	h, ok := readHeader(f)
+	return LSN(h.First), ok
+}
+
+// readHeader reads and decodes the segment header at the start of f.
+func readHeader(f vfs.File) (segHeader, bool) {
 	var hdr [segmentHeaderSize]byte
-	if n, _ := f.ReadAt(hdr[:], 0); n < len(hdr) || [8]byte(hdr[:8]) != segmentMagic ||
-		binary.LittleEndian.Uint64(hdr[24:32]) != xxhash.Sum64(hdr[:24]) {
-		return 0, false
+	n, _ := f.ReadAt(hdr[:], 0)
+	h, why, _ := decodeSegmentHeader(hdr[:max(n, 0)])
+	return h, why == ""
+}
+
+// newUseID returns a random non-zero use ID for a segment file's new use.
+func newUseID() uint64 {
+	for {
+		if u := rand.Uint64(); u != 0 {
+			return u
+		}
 	}
-	return LSN(binary.LittleEndian.Uint64(hdr[16:24])), true
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/durawal/durawal/internal/longtest"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
@@ -133,7 +134,7 @@ func (o *openFS) stillOpen() []string {
 // must not open a segment read handle that nobody will ever close: Close
 // "releases the files".
 func TestReadRecordRacingCloseLeaksNoHandle(t *testing.T) {
-	for iter := 0; iter < 300; iter++ {
+	for iter := 0; iter < longtest.Pick(300, 100); iter++ {
 		ofs := newOpenFS(vfs.NewMem())
 		l := openLog(t, ofs, wal.Options{Policy: policy.SyncEveryCommit()})
 		lsns := appendN(t, l, 1, 4, 100)

@@ -1,8 +1,6 @@
-//go:build simfound
-
 // Regressions found by the simulator (package wal/internal/sim) on main as
-// of issue 25. Each fails on that main; they are behind the simfound build
-// tag until the fixes land: go test -tags simfound ./wal -run TestSimFound.
+// of issue 25, each focused on one violation. Each fails on that main and
+// passes since its fix.
 
 package wal_test
 
@@ -178,65 +176,6 @@ func TestSimFoundRetriedOpenLeavesAncestorUnsynced(t *testing.T) {
 	require.Equal(t, [][]byte{rec}, got, "the acknowledged record survives the power loss")
 }
 
-// Sim seed 2090 (issue 25, second reproduction): the sync after
-// TruncateAfter's zeroing fails as Linux's does (the zeroed pages are
-// marked clean, the disk keeps the cut frames); a process crash; Open
-// finishes the recorded cut but sees zeros in the page cache and writes
-// nothing; a new record of the same size is acknowledged at the cut; a
-// power loss brings back the cut records after it (in the seed, with
-// other sizes, Open then refuses the log: a zeroed header below a cut
-// frame's watermark).
-func TestSimFoundCutWhoseZeroingFailedComesBack(t *testing.T) {
-	mem := vfs.NewMem()
-	var armed, renamed atomic.Bool
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if !armed.Load() {
-			return nil
-		}
-		if op.Kind == vfs.OpRename && strings.Contains(filepath.Base(op.Path), "truncate") {
-			renamed.Store(true)
-			return nil
-		}
-		if op.Kind == vfs.OpSync && renamed.Load() && strings.HasSuffix(op.Path, ".wal") && armed.CompareAndSwap(true, false) {
-			mem.FailNextSync(syscall.EIO) // the sync after the zeroing
-		}
-		return nil
-	})
-	opts := wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 64 << 10, Policy: policy.SyncEveryCommit()}
-	l, err := wal.Open(logDir, opts)
-	require.NoError(t, err)
-	lsns := simFoundAppend(t, l, 1, 10, 100)
-	armed.Store(true)
-	require.ErrorIs(t, l.TruncateAfter(lsns[5]), wal.ErrPoisoned)
-	l.Close()
-
-	img := mem.ProcessCrash()
-	opts.FS = img
-	l, err = wal.Open(logDir, opts)
-	require.NoError(t, err)
-	_, got := readAll(t, l, 0)
-	require.Len(t, got, 5, "Open finished the recorded cut")
-	n5 := record(2, 5, 100)
-	lsn, err := l.Append(n5)
-	require.NoError(t, err)
-	require.Equal(t, lsns[5], lsn, "same size: the new record lands at the cut")
-	pl := img.PowerLoss(vfs.DropAll())
-	l.Close()
-
-	opts.FS = pl
-	l, err = wal.Open(logDir, opts)
-	require.NoError(t, err)
-	defer l.Close()
-	_, got = readAll(t, l, 0)
-	want := [][]byte{}
-	for i := range 5 {
-		want = append(want, record(1, i, 100))
-	}
-	want = append(want, n5)
-	require.Len(t, got, len(want), "R0..R4 and N5: the cut records must not come back after the new one")
-	require.Equal(t, want, got)
-}
-
 // Sim seed 4032: RemoveBefore overwrites first-lsn in place; a write of it
 // that fails part-way (7 of its 16 bytes, then ENOSPC, as a copy-on-write
 // filesystem may answer even an overwrite) leaves a record that no longer
@@ -248,6 +187,14 @@ func TestSimFoundShortWriteOfFirstLSNLeavesUnopenableLog(t *testing.T) {
 	mem := vfs.NewMem()
 	var armed atomic.Bool
 	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+		if !armed.Load() {
+			return nil
+		}
+		// A full disk: no block for a new record file, so the record
+		// is overwritten in place, and that write is cut short too.
+		if op.Kind == vfs.OpCreate && strings.HasPrefix(filepath.Base(op.Path), "first-lsn.") {
+			return syscall.ENOSPC
+		}
 		if op.Kind == vfs.OpWrite && filepath.Base(op.Path) == "first-lsn" && armed.CompareAndSwap(true, false) {
 			return &vfs.ShortOp{Keep: 7, Err: syscall.ENOSPC}
 		}

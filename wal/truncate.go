@@ -5,19 +5,20 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"path/filepath"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/durawal/durawal/groupcommit"
+	"github.com/durawal/durawal/wal/internal/format"
 	"github.com/durawal/durawal/wal/vfs"
 )
 
 // truncateName is the file recording a TruncateAfter in progress: the LSN
 // of the cut. It exists only between the moment the cut is decided and the
 // moment the log's files reflect it; Open finishes a truncation it finds.
-const truncateName = "truncate-lsn"
+const truncateName = format.TruncateName
 
 // TruncateAfter drops every record at or after lsn, which must be the LSN
 // of a record or the appended LSN (then nothing is dropped): the log then
@@ -140,16 +141,24 @@ func (l *Log) cutLocked(lsn LSN) error {
 	if err := l.writeLSNFile(truncateName, lsn); err != nil {
 		return fmt.Errorf("recording the cut: %w", err)
 	}
-	path := filepath.Join(l.dir, segmentName(keep))
-	hdr := make([]byte, segmentHeaderSize)
-	rf, err := l.readHandle(keep)
-	if err == nil {
-		err = readFull(rf, hdr, 0, keep)
+	// The new epoch, from the cut on, before anything is zeroed: from here
+	// on no frame of the dropped ones validates at its LSN, whether or not
+	// the zeros below reach the disk (a failed sync may leave them only in
+	// the page cache, marked clean).
+	if err := l.beginEpoch(lsn); err != nil {
+		return err
 	}
+	path := filepath.Join(l.dir, segmentName(keep))
+	h, err := l.readHandle(keep)
 	if err != nil {
 		return err
 	}
-	s := &segment{first: keep, version: binary.LittleEndian.Uint32(hdr[8:12]),
+	rf := h.f
+	hdr := make([]byte, headerSize(h.ff.Version))
+	if err := readFull(rf, hdr, 0, keep); err != nil {
+		return err
+	}
+	s := &segment{first: keep, version: h.ff.Version, use: h.ff.Use,
 		size: int64(binary.LittleEndian.Uint32(hdr[12:16])) * frameAlign, path: path}
 	if s.size == 0 { // a header written before sizes were recorded
 		if s.size, err = rf.Size(); err != nil {
@@ -209,6 +218,7 @@ func (l *Log) cutLocked(lsn LSN) error {
 	l.closeReadHandles(l.segFirsts[0], keep)
 	l.next = lsn
 	l.active.reset(lsn)
+	l.active.seg = l.appendSeg
 	l.qbase += uint64(oldNext - lsn)
 	l.appended.Store(uint64(lsn))
 	l.written.Store(uint64(lsn))
@@ -252,6 +262,13 @@ func (l *Log) zeroRange(s *segment, lsn LSN, stop int64) error {
 // under a temporary name, synced, renamed over the old file and the
 // directory synced.
 func (l *Log) writeLSNFile(name string, lsn LSN) error {
+	return l.writeRecordFile(name, encodeLSNRecord(lsn))
+}
+
+// writeRecordFile makes the small record file name (first-lsn,
+// truncate-lsn, epoch) hold rec: written under a temporary name, synced,
+// renamed over the old file and the directory synced.
+func (l *Log) writeRecordFile(name string, rec []byte) error {
 	tmp := filepath.Join(l.dir, name+tmpSuffix)
 	// A leftover of a failed earlier call (Open removed any from a crash).
 	if err := l.fs.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -261,7 +278,7 @@ func (l *Log) writeLSNFile(name string, lsn LSN) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.WriteAt(encodeLSNRecord(lsn), 0); err != nil {
+	if _, err := f.WriteAt(rec, 0); err != nil {
 		f.Close()
 		return err
 	}
@@ -279,13 +296,8 @@ func (l *Log) writeLSNFile(name string, lsn LSN) error {
 }
 
 // encodeLSNRecord returns the 16-byte record of lsn that first-lsn and
-// truncate-lsn hold: the LSN, then its xxhash64, both little-endian.
-func encodeLSNRecord(lsn LSN) []byte {
-	b := make([]byte, 16)
-	binary.LittleEndian.PutUint64(b[0:8], uint64(lsn))
-	binary.LittleEndian.PutUint64(b[8:16], xxhash.Sum64(b[0:8]))
-	return b
-}
+// truncate-lsn hold (format.EncodeLSNRecord).
+func encodeLSNRecord(lsn LSN) []byte { return format.EncodeLSNRecord(uint64(lsn)) }
 
 // readLSNFile reads the LSN recorded in name; ok is false if there is no
 // such file. A damaged record is a *CorruptionError.
@@ -307,21 +319,24 @@ func readLSNRecord(fsys vfs.FS, dir, name string) (lsn LSN, ok bool, err error) 
 	b := make([]byte, 16)
 	n, rerr := f.ReadAt(b, 0)
 	f.Close()
-	if n < len(b) || xxhash.Sum64(b[0:8]) != binary.LittleEndian.Uint64(b[8:16]) {
+	if n < len(b) && rerr != nil && !errors.Is(rerr, io.EOF) {
+		// The filesystem's error, not damage: the record may be intact.
+		return 0, false, fmt.Errorf("wal: open: reading %s: %w", name, rerr)
+	}
+	lsn64, ok := format.DecodeLSNRecord(b[:n])
+	if !ok {
 		return 0, false, &CorruptionError{Segment: name, Offset: int64(n),
 			Reason: fmt.Sprintf("the LSN recorded in %s is damaged (%d bytes read, %v)", name, n, rerr)}
 	}
-	return LSN(binary.LittleEndian.Uint64(b[0:8])), true, nil
+	return LSN(lsn64), true, nil
 }
 
-// finishTruncate completes, at Open, a TruncateAfter a crash interrupted:
-// it removes the segments after the cut, zeroes the segment holding it from
-// the cut on, syncs both, and removes the record. It returns the segments
-// kept, and noCutLSN.
-//
-// A read-only Log changes nothing: it returns the segments the cut keeps
-// and the cut's LSN, from which recover reads the last kept segment as
-// zeros, so the log looks as it will once the cut is finished.
+// finishTruncate plans the end of a TruncateAfter a crash interrupted: the
+// removal of the segments after the cut, the zeroing of the segment holding
+// it from the cut on, syncs of both, and the removal of the record. It
+// returns the segments the cut keeps and the cut's LSN, from which recovery
+// reads the last kept segment as zeros (frameScanner.cut), so the log looks
+// as it will once the cut is finished (noCutLSN if none was recorded).
 func (l *Log) finishTruncate(firsts []LSN) (kept []LSN, cut LSN, err error) {
 	cut, ok, err := l.readLSNFile(truncateName)
 	if err != nil || !ok {
@@ -335,30 +350,20 @@ func (l *Log) finishTruncate(firsts []LSN) (kept []LSN, cut LSN, err error) {
 		return nil, noCutLSN, &CorruptionError{Segment: truncateName, Offset: 0,
 			Reason: fmt.Sprintf("a truncation at LSN %d was recorded, but the oldest segment starts at LSN %d", cut, firsts[0])}
 	}
-	if l.readOnly {
-		return firsts[:k+1], cut, nil
-	}
 	for _, f := range firsts[k+1:] {
-		if err := l.fs.Remove(filepath.Join(l.dir, segmentName(f))); err != nil {
-			return nil, noCutLSN, fmt.Errorf("wal: open: finishing an interrupted TruncateAfter: %w", err)
-		}
+		path := filepath.Join(l.dir, segmentName(f))
+		l.plan.add(func() error { return l.fs.Remove(path) }, "remove %s, after the recorded cut at LSN %d (an interrupted TruncateAfter)", segmentName(f), cut)
 	}
-	firsts = firsts[:k+1]
-	if err := l.syncDir(); err != nil {
-		return nil, noCutLSN, fmt.Errorf("wal: open: %w", err)
-	}
+	l.plan.add(l.syncDir, "sync the directory")
 	path := filepath.Join(l.dir, segmentName(firsts[k]))
-	if err := l.zeroAfterCut(path, firsts[k], cut); err != nil {
-		return nil, noCutLSN, fmt.Errorf("wal: open: finishing an interrupted TruncateAfter in %s: %w", path, err)
-	}
-	if err := l.fs.Remove(filepath.Join(l.dir, truncateName)); err != nil {
-		return nil, noCutLSN, fmt.Errorf("wal: open: %w", err)
-	}
-	if err := l.syncDir(); err != nil {
-		return nil, noCutLSN, fmt.Errorf("wal: open: %w", err)
-	}
-	l.opts.Logger.Warn("wal: finished an interrupted truncation", "dir", l.dir, "lsn", cut)
-	return firsts, noCutLSN, nil
+	first := firsts[k]
+	l.plan.add(func() error {
+		l.opts.Logger.Warn("wal: finishing an interrupted truncation", "dir", l.dir, "lsn", cut)
+		return l.zeroAfterCut(path, first, cut)
+	}, "zero %s from the cut at LSN %d and sync it", segmentName(first), cut)
+	l.plan.add(func() error { return l.fs.Remove(filepath.Join(l.dir, truncateName)) }, "remove %s", truncateName)
+	l.plan.add(l.syncDir, "sync the directory")
+	return firsts[:k+1], cut, nil
 }
 
 // noCut is a Reader's cut while no TruncateAfter has cut below it.
@@ -388,6 +393,11 @@ func (l *Log) zeroAfterCutIn(f vfs.File, first, cut LSN) error {
 		return err
 	}
 	sc := l.scanFile(f, segmentName(first), first, size)
+	sc.cut = noCutLSN                        // the bytes as they are, not as the cut will leave them
+	if err := checkSegment(sc); err != nil { // its format: where frames start
+		l.info.BytesRead += sc.read
+		return err
+	}
 	off := sc.s.offset(cut)
 	last, err := sc.lastNonZero(off)
 	l.info.BytesRead += sc.read

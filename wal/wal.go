@@ -37,12 +37,15 @@ type Log struct {
 	opening  bool           // Open is running: a refused method may fall back
 	readOnly bool           // opened by OpenReadOnly: nothing is written, removed or synced
 
-	mu            sync.Mutex // guards the fields down to the blank line
-	next          LSN        // where the next frame goes (the appended LSN)
-	active        *logBuffer // frames appended but not yet taken by a flush
-	appendSeg     *segment   // segment that receives the frame at next
-	spare         *segment   // prepared segment for the next roll, or nil
-	preparing     bool       // a goroutine is preparing the spare
+	mu            sync.Mutex   // guards the fields down to the blank line
+	next          LSN          // where the next frame goes (the appended LSN)
+	active        *logBuffer   // frames appended but not yet taken by a flush
+	appendSeg     *segment     // segment that receives the frame at next
+	spare         *segment     // prepared segment for the next roll, or nil
+	epoch         epochRule    // the epoch new frames carry (epoch.go); changed only with appends held, under mu
+	plan          recoveryPlan // what recovery decided to write (plan.go); applied by Open only
+	recoverCut    LSN          // a recorded cut recovery reads the log as finished at (noCutLSN: none)
+	preparing     bool         // a goroutine is preparing the spare
 	prepDone      chan struct{}
 	prepErr       error // why the last preparation failed
 	closed        bool
@@ -77,13 +80,13 @@ type Log struct {
 	shut    bool       // Close is closing the files: no flush may start; guarded by flushMu
 	truncMu sync.Mutex // serialises TruncateAfter calls
 
-	rmu         sync.RWMutex     // read-locked by ReadRecord's file reads; locked by RemoveBefore, TruncateAfter, Close
-	readsClosed bool             // Close closed the read handles: no read may open one; guarded by rmu
-	rfilesMu    sync.Mutex       // guards rfiles
-	rfiles      map[LSN]vfs.File // read-only segment handles of ReadRecord, by first LSN
-	tailMu      sync.Mutex       // guards tailCh
-	tailCh      chan struct{}    // closed when the written or synced LSN moves (or the log closes); nil while no Reader waits
-	tailWaiting atomic.Bool      // tailCh is not nil
+	rmu         sync.RWMutex        // read-locked by ReadRecord's file reads; locked by RemoveBefore, TruncateAfter, Close
+	readsClosed bool                // Close closed the read handles: no read may open one; guarded by rmu
+	rfilesMu    sync.Mutex          // guards rfiles
+	rfiles      map[LSN]*readHandle // read-only segment handles of ReadRecord, by first LSN
+	tailMu      sync.Mutex          // guards tailCh
+	tailCh      chan struct{}       // closed when the written or synced LSN moves (or the log closes); nil while no Reader waits
+	tailWaiting atomic.Bool         // tailCh is not nil
 
 	readersMu sync.Mutex           // guards readers
 	readers   map[*Reader]struct{} // open Readers, told of truncations
@@ -110,7 +113,8 @@ type Log struct {
 type logBuffer struct {
 	start LSN
 	buf   []byte
-	rolls []roll // segments that begin inside buf, in LSN order
+	seg   *segment // the segment the frames from start go into, up to the first roll
+	rolls []roll   // segments that begin inside buf, in LSN order
 	// swapped, when not nil, is closed once the buffer stops being the
 	// active one (flush swaps it out to write it): appends that found it
 	// full wait on it (reserveLocked), and flushed is closed when the
@@ -188,7 +192,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	// for up to hundreds of milliseconds in a slow VM, long enough to break
 	// a buffered policy's loss bound in the first second.
 	n := bufferPrealloc(l.opts)
-	l.active = &logBuffer{start: l.next, buf: make([]byte, 0, n)}
+	l.active = &logBuffer{start: l.next, buf: make([]byte, 0, n), seg: l.appendSeg}
 	l.spareBuf = &logBuffer{buf: make([]byte, 0, n)}
 	l.appended.Store(uint64(l.next))
 	l.written.Store(uint64(l.next))
@@ -580,7 +584,9 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte, start *time.Duratio
 			continue
 		}
 		used := int64(l.next - l.appendSeg.first)
-		if used+fsz <= l.appendSeg.room() { // room: an older unaligned tail stays unused under O_DIRECT
+		// A segment older than format 6 takes no new frame: its frames carry
+		// no epoch (a writable Open rolls away from it on the first append).
+		if l.appendSeg.version >= 6 && used+fsz <= l.appendSeg.room() { // room: an older unaligned tail stays unused under O_DIRECT
 			if l.spare == nil && !l.preparing && l.prepErr == nil && used+fsz > l.appendSeg.room()/prepareAt {
 				l.startPrepareLocked()
 			}
@@ -621,7 +627,7 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte, start *time.Duratio
 	b := l.active
 	n := len(b.buf)
 	b.buf = slices.Grow(b.buf, int(fsz))[:n+int(fsz)]
-	encodeFrame(b.buf[n:], lsn, LSN(l.synced.Load()), rec)
+	encodeFrame(b.buf[n:], l.appendSeg.format(), l.epoch.N, lsn, LSN(l.synced.Load()), rec)
 	l.next += LSN(fsz)
 	l.appended.Store(uint64(l.next))
 	l.stats.appendRequests.Add(1)
@@ -909,7 +915,7 @@ func (l *Log) writeEnd() error {
 		return nil
 	}
 	var b [endFrameSize]byte
-	encodeEndFrame(b[:], l.next, flagEnd)
+	encodeEndFrame(b[:], s.format(), l.epoch.N, l.next, flagEnd)
 	if err := l.writeAt(b[:], l.next); err != nil {
 		return fmt.Errorf("wal: close: writing the end frame: %w", err)
 	}

@@ -207,7 +207,7 @@ func TestRecordTooLarge(t *testing.T) {
 	_, err := l.Append([]byte("first"))
 	require.NoError(t, err)
 	end := l.AppendedLSN()
-	max := 4<<10 - 80 // the default is capped to what fits a segment (header, frame header, end/link frame room)
+	max := 4<<10 - 112 // the default is capped to what fits a segment (header, frame header, end/link frame room)
 
 	for _, size := range []int{max + 1, 4 << 10, 10 << 10, 5 << 20} {
 		_, err = l.Append(make([]byte, size))
@@ -344,7 +344,7 @@ func TestInvalidOptions(t *testing.T) {
 	})
 	t.Run("largest max record", func(t *testing.T) {
 		mem := vfs.NewMem()
-		l := openLog(t, mem, wal.Options{SegmentSize: 4 << 10, MaxRecordSize: 4<<10 - 80})
+		l := openLog(t, mem, wal.Options{SegmentSize: 4 << 10, MaxRecordSize: 4<<10 - 112})
 		require.NoError(t, l.Close())
 	})
 }

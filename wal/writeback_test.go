@@ -106,7 +106,7 @@ func TestWritebackAfter(t *testing.T) {
 			s = &span{next: c.off}
 			seen[c.file] = s
 			if c.off != 0 {
-				require.EqualValues(t, 32, c.off, "file %d: frames handed over from offset %d", c.file, c.off)
+				require.EqualValues(t, segHeader, c.off, "file %d: frames handed over from offset %d", c.file, c.off)
 			}
 		}
 		require.LessOrEqual(t, c.off+c.n, c.writeHigh, "file %d: writeback of [%d, %d) before it was written", c.file, c.off, c.off+c.n)
@@ -125,7 +125,7 @@ func TestWritebackAfter(t *testing.T) {
 	require.GreaterOrEqual(t, prepared, 4, "every prepared segment's zeros handed over whole, paced by waits")
 	frames := 0
 	for _, c := range fsys.calls {
-		if c.off == 32 {
+		if c.off == segHeader {
 			frames++
 		}
 	}

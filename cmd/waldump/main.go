@@ -48,6 +48,7 @@ type dump struct {
 	Dir         string               `json:"dir"`
 	FirstLSN    *lsnRecord           `json:"first_lsn"`
 	TruncateLSN *lsnRecord           `json:"truncate_lsn"`
+	Epoch       *epochRecord         `json:"epoch"`
 	Segments    []segment            `json:"segments"`
 	Quarantined []wal.QuarantineFile `json:"quarantined"`
 	Temp        []string             `json:"temp"`
@@ -59,6 +60,12 @@ type dump struct {
 
 type lsnRecord struct {
 	LSN   wal.LSN `json:"lsn"`
+	Error string  `json:"error,omitempty"`
+}
+
+type epochRecord struct {
+	Epoch uint64  `json:"epoch"`
+	Start wal.LSN `json:"start_lsn"`
 	Error string  `json:"error,omitempty"`
 }
 
@@ -104,6 +111,9 @@ type verdict struct {
 	// Dropped is the segment Open would remove: the roll into it was cut
 	// short before the segment it finished was synced.
 	Dropped string `json:"dropped_segment,omitempty"`
+	// OpenWould lists, in order, what Open would write to make the
+	// directory hold this log (wal.RecoveryInfo.Steps).
+	OpenWould []string `json:"open_would,omitempty"`
 }
 
 type record struct {
@@ -183,6 +193,9 @@ func collect(dir string, withFrames bool, n int) (*dump, error) {
 	if di.Truncate.Present {
 		d.TruncateLSN = &lsnRecord{LSN: di.Truncate.LSN, Error: errString(di.Truncate.Err)}
 	}
+	if di.Epoch.Present {
+		d.Epoch = &epochRecord{Epoch: di.Epoch.Epoch, Start: di.Epoch.Start, Error: errString(di.Epoch.Err)}
+	}
 	for i, first := range di.Segments {
 		name := fmt.Sprintf("%020d.wal", uint64(first))
 		var fs []frame
@@ -214,7 +227,7 @@ func collect(dir string, withFrames bool, n int) (*dump, error) {
 	info := l.Recovered()
 	d.Verdict = verdict{Opens: true, Segments: info.Segments, FirstLSN: info.FirstLSN, EndLSN: info.EndLSN,
 		TornBytes: info.TornBytes, Unvouched: info.Unvouched, Clean: info.Clean, RemovedTemp: info.RemovedTemp,
-		Dropped: info.DroppedSegment}
+		Dropped: info.DroppedSegment, OpenWould: info.Steps}
 	if n > 0 {
 		r, err := l.NewReader(l.FirstLSN())
 		if err != nil {
@@ -273,6 +286,15 @@ func printText(w io.Writer, d *dump) {
 	fmt.Fprintf(w, "log %s\n", d.Dir)
 	printRecord(w, "first-lsn", d.FirstLSN, "none (a format-1 log, or one whose creation a crash interrupted)")
 	printRecord(w, "truncate-lsn", d.TruncateLSN, "none (no cut pending)")
+	if e := d.Epoch; e != nil {
+		if e.Error != "" {
+			fmt.Fprintf(w, "epoch: damaged: %s\n", e.Error)
+		} else {
+			fmt.Fprintf(w, "epoch: %d from LSN %d\n", e.Epoch, e.Start)
+		}
+	} else {
+		fmt.Fprintf(w, "epoch: none (a log written before format 6, or one whose creation a crash interrupted)\n")
+	}
 	fmt.Fprintf(w, "segments: %d\n", len(d.Segments))
 	for _, s := range d.Segments {
 		// An end or link frame takes no LSN space: the records end where
@@ -344,6 +366,9 @@ func printText(w io.Writer, d *dump) {
 		v.FirstLSN, v.EndLSN, v.Segments, segs, v.TornBytes, v.Unvouched, clean, v.RemovedTemp)
 	if v.Dropped != "" {
 		fmt.Fprintf(w, "verdict: the last roll was cut short before its sealing was done (the finished segment's tail torn, or this segment's header never written): Open would quarantine the frames of %s and remove it\n", v.Dropped)
+	}
+	for i, s := range v.OpenWould {
+		fmt.Fprintf(w, "open would: %d. %s\n", i+1, s)
 	}
 }
 

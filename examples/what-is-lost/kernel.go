@@ -19,8 +19,12 @@ import (
 // (bench/cmd/crashlab; one trial per policy, a minute or so each). The
 // guest's page cache dies with it, as in a kernel panic or a power cut behind
 // a disk that honours its flushes.
-var kernelMode = flag.String("kernel", "auto",
-	"crash a real kernel under QEMU for each policy (bench/cmd/crashlab): auto (when its tools are installed and not -quick), on, or off")
+//
+// It is off by default, so that the lesson keeps to the half minute every
+// lesson takes: with it the lesson takes a few minutes (about 2 on the
+// 2-core development machine, one QEMU boot and crash per policy).
+var kernelMode = flag.String("kernel", "off",
+	"also crash a real kernel under QEMU for each policy (bench/cmd/crashlab; about 2 minutes more): off, on, or auto (on when its tools are installed and not -quick)")
 
 // kernelTools are the programs the lab needs, with the Debian package of each.
 var kernelTools = [][2]string{

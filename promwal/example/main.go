@@ -1,9 +1,12 @@
 // Example serves a durawal log's metrics to Prometheus on /metrics while a
 // few goroutines commit to it, so that a scrape shows the histograms move:
 //
-//	cd promwal && go run ./example                       # :2112, a temporary directory
+//	cd promwal && go run ./example                       # 127.0.0.1:2112, a temporary directory
 //	curl -s localhost:2112/metrics | grep fsync_duration
 //	go run ./example -addr :9100 -dir /var/lib/app/wal -policy innodb=2 -committers 16
+//
+// It listens on the loopback interface only unless -addr names another (":9100"
+// is every interface), since /debug/vars shows the command line.
 //
 // It registers one promwal.Collector, labelled with the log's name, next to
 // the Go runtime collectors, and publishes the same statistics through
@@ -30,10 +33,10 @@ import (
 )
 
 func main() {
-	addr := flag.String("addr", ":2112", "address to serve /metrics and /debug/vars on")
+	addr := flag.String("addr", "127.0.0.1:2112", "address to serve /metrics and /debug/vars on (\":2112\" listens on every interface)")
 	dir := flag.String("dir", "", "directory for the log (default: a fresh temporary directory, removed afterwards)")
 	pol := policy.SyncEveryCommit()
-	flag.TextVar(&pol, "policy", pol, `flush policy, as policy.Parse reads it ("innodb=1", "appendfsync=everysec", "interval=1s", ...)`)
+	flag.TextVar(&pol, "policy", pol, `flush policy, as policy.Parse reads it ("innodb=1", "appendfsync=everysec", "sync-interval(1s)", ...)`)
 	committers := flag.Int("committers", 4, "goroutines committing 100-byte records in a loop")
 	pause := flag.Duration("pause", time.Millisecond, "pause between a committer's commits")
 	flag.Parse()

@@ -811,11 +811,7 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if r.stop {
 				return 0, false
 			}
-			if ok {
-				r.tracef("%d.%d Append %d bytes: LSN %d, err %v%s", r.runIdx, j, len(d), lsn, err, flight(ok))
-			} else {
-				r.tracef("%d.%d %s: in flight at the crash", r.runIdx, j, op)
-			}
+			r.tracef("%d.%d Append %d bytes: LSN %v, err %v%s", r.runIdx, j, len(d), result(ok, &lsn), result(ok, &err), flight(ok))
 			switch {
 			case !ok:
 				r.appended(run, op, [][]byte{d}, []string{id}, nil, nil, true)
@@ -850,11 +846,11 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if r.stop {
 				return 0, false
 			}
-			if ok {
-				r.tracef("%d.%d AppendBatch %d records: LSNs %v, err %v%s", r.runIdx, j, len(datas), shortLSNs(lsns), err, flight(ok))
-			} else {
-				r.tracef("%d.%d %s: in flight at the crash", r.runIdx, j, op)
+			shown := "(in flight)"
+			if ok { // a batch still in flight may be filling lsns
+				shown = shortLSNs(lsns)
 			}
+			r.tracef("%d.%d AppendBatch %d records: LSNs %v, err %v%s", r.runIdx, j, len(datas), shown, result(ok, &err), flight(ok))
 			var be *wal.BatchError
 			switch {
 			case !ok:
@@ -885,11 +881,7 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if r.stop {
 				return 0, false
 			}
-			if ok {
-				r.tracef("%d.%d Sync: %v%s", r.runIdx, j, err, flight(ok))
-			} else {
-				r.tracef("%d.%d %s: in flight at the crash", r.runIdx, j, op)
-			}
+			r.tracef("%d.%d Sync: %v%s", r.runIdx, j, result(ok, &err), flight(ok))
 			if ok && err == nil {
 				for k := range r.lineage[:n] {
 					if r.lineage[k].lsn < r.claimCap {
@@ -914,11 +906,7 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 				if r.stop {
 					return 0, false
 				}
-				if pok {
-					r.tracef("%d.%d TruncateAfter(%d) on the poisoned log: %v", r.runIdx, j, cut, err)
-				} else {
-					r.tracef("%d.%d %s: in flight at the crash", r.runIdx, j, op)
-				}
+				r.tracef("%d.%d TruncateAfter(%d) on the poisoned log: %v", r.runIdx, j, cut, result(pok, &err))
 				if pok && err == nil {
 					r.violate("TruncateAfter(%d) on a poisoned log returned nil", cut)
 					return 0, false
@@ -932,11 +920,7 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if r.stop {
 				return 0, false
 			}
-			if ok {
-				r.tracef("%d.%d TruncateAfter(%d) (record %s; %d records dropped): %v%s", r.runIdx, j, cut, r.lineage[k].id, len(r.lineage)-k, err, flight(ok))
-			} else {
-				r.tracef("%d.%d %s: in flight at the crash", r.runIdx, j, op)
-			}
+			r.tracef("%d.%d TruncateAfter(%d) (record %s; %d records dropped): %v%s", r.runIdx, j, cut, r.lineage[k].id, len(r.lineage)-k, result(ok, &err), flight(ok))
 			r.reach(ok && err == nil, "cut")
 			r.reach(ok && errors.Is(err, wal.ErrPoisoned), "cut failed once recorded")
 			if ok && err == nil {
@@ -966,11 +950,7 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if r.stop {
 				return 0, false
 			}
-			if ok {
-				r.tracef("%d.%d RemoveBefore(%d): first %d, %v%s", r.runIdx, j, at, first, err, flight(ok))
-			} else {
-				r.tracef("%d.%d %s: in flight at the crash", r.runIdx, j, op)
-			}
+			r.tracef("%d.%d RemoveBefore(%d): first %v, %v%s", r.runIdx, j, at, result(ok, &first), result(ok, &err), flight(ok))
 			if ok && err == nil {
 				if first > max(at, first0) {
 					r.violate("RemoveBefore(%d) returned first LSN %d, past the LSN asked and the start %d", at, first, first0)
@@ -993,29 +973,31 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			var one []byte
 			var oneErr error
 			var oneAt = -1
-			// what the goroutine reads is fixed here: the driver may
-			// change the model while an operation is left in flight
+			// What the read needs from the runner, taken before it starts:
+			// a read held by a fault goes on running after the call gives
+			// up on it, while the runner moves on.
 			var oneLSN wal.LSN
 			if len(r.lineage) > 0 {
 				oneAt = int(r.seq % uint64(len(r.lineage)))
-				if oneLSN = r.lineage[oneAt].lsn; oneLSN < l.FirstLSN() {
-					oneAt = -1
-				}
+				oneLSN = r.lineage[oneAt].lsn
 			}
-			at := oneAt
 			ok := r.call("read", inj, func() {
 				recs, err = readAll(l)
-				if at >= 0 {
-					one, oneErr = l.ReadRecord(oneLSN, nil)
+				if oneAt >= 0 {
+					if oneLSN >= l.FirstLSN() {
+						one, oneErr = l.ReadRecord(oneLSN, nil)
+					} else {
+						oneAt = -1
+					}
 				}
 			})
 			if r.stop {
 				return 0, false
 			}
 			if ok {
-				r.tracef("%d.%d read: %s, %v%s", r.runIdx, j, describe(recs), err, flight(ok))
+				r.tracef("%d.%d read: %s, %v", r.runIdx, j, describe(recs), err)
 			} else {
-				r.tracef("%d.%d %s: in flight at the crash", r.runIdx, j, op)
+				r.tracef("%d.%d read: (in flight at the crash)", r.runIdx, j)
 			}
 			if !ok {
 				inFlight = true
@@ -1063,15 +1045,12 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if r.stop {
 				return 0, false
 			}
-			if ok {
-				r.tracef("%d.%d OpenReadOnly (live): %s, %v", r.runIdx, j, describe(recs), err)
-			} else {
-				r.tracef("%d.%d %s: in flight at the crash", r.runIdx, j, op)
-			}
 			if !ok {
+				r.tracef("%d.%d OpenReadOnly (live): (in flight at the crash)", r.runIdx, j)
 				inFlight = true
 				break
 			}
+			r.tracef("%d.%d OpenReadOnly (live): %s, %v", r.runIdx, j, describe(recs), err)
 			if err != nil && !inj.firedAny() && !errors.Is(err, fs.ErrNotExist) {
 				r.violate("OpenReadOnly of the live log: %v", err)
 				return 0, false
@@ -1109,6 +1088,15 @@ func flight(ok bool) string {
 		return ""
 	}
 	return " (in flight at the crash)"
+}
+
+// result returns *p once the call that sets it returned (ok), and a
+// placeholder otherwise: a call still in flight may be writing *p.
+func result[T any](ok bool, p *T) any {
+	if !ok {
+		return "?"
+	}
+	return *p
 }
 
 func shortLSNs(l []wal.LSN) string {

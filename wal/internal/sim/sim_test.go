@@ -3,6 +3,7 @@ package sim
 import (
 	"flag"
 	"fmt"
+	"github.com/durawal/durawal/internal/longtest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -73,10 +74,7 @@ func TestSim(t *testing.T) {
 	}
 	d := *flagDuration
 	if d == 0 {
-		d = 3 * time.Second
-		if os.Getenv("DURAWAL_LONG") != "" {
-			d = time.Minute
-		}
+		d = longtest.Pick(time.Minute, 3*time.Second)
 	}
 	start := *flagStart
 	if start < 0 {

@@ -1,0 +1,144 @@
+package format
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Names of the files of a log directory besides its segments.
+const (
+	FirstLSNName  = "first-lsn"    // where the log starts (an LSN record)
+	TruncateName  = "truncate-lsn" // a TruncateAfter not yet finished (an LSN record)
+	EpochName     = "epoch"        // the current epoch (an epoch record)
+	LockName      = "LOCK"
+	SegmentExt    = ".wal"
+	TempExt       = ".wal.tmp" // temporary files: preparations, kept files, record updates
+	QuarantineExt = ".torn"
+)
+
+// LSNRecordSize is the size of first-lsn and truncate-lsn: the LSN, then
+// its xxhash64, little-endian.
+const LSNRecordSize = 16
+
+// EncodeLSNRecord returns the record of lsn.
+func EncodeLSNRecord(lsn uint64) []byte {
+	b := make([]byte, LSNRecordSize)
+	binary.LittleEndian.PutUint64(b[0:8], lsn)
+	binary.LittleEndian.PutUint64(b[8:16], xxhash.Sum64(b[0:8]))
+	return b
+}
+
+// DecodeLSNRecord decodes an LSN record; ok is false if b is short or its
+// checksum fails.
+func DecodeLSNRecord(b []byte) (lsn uint64, ok bool) {
+	if len(b) < LSNRecordSize || xxhash.Sum64(b[0:8]) != binary.LittleEndian.Uint64(b[8:16]) {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(b[0:8]), true
+}
+
+// EpochRecordSize is the size of the epoch file: [0:8) the epoch, [8:16)
+// its start LSN, [16:24) the xxhash64 of bytes [0:16), little-endian.
+const EpochRecordSize = 24
+
+// Epoch is the recorded epoch and the LSN its frames start at. A log
+// without the record (written by an older build, or whose creation a crash
+// cut short before it was written) has none (Known false), and every frame
+// is admitted.
+type Epoch struct {
+	N     uint64
+	Start uint64
+	Known bool
+}
+
+// Word returns the epoch as frames record it (modulo 2^30).
+func (e Epoch) Word() uint32 { return uint32(e.N % (1 << EpochBits)) }
+
+// Admits reports whether a valid frame at lsn, of a segment of format ff,
+// whose kind word is word, belongs to the log under the epoch rule: at or
+// after the start it must carry the current epoch, before it another.
+// Frames of segments older than format 6 carry no epoch: they belong only
+// before the start. An end or link frame exactly at the start is admitted
+// whatever its epoch: it is where the log ended when the epoch began.
+func (e Epoch) Admits(ff FrameFormat, lsn uint64, word uint32) bool {
+	ep := word >> 2
+	switch {
+	case !e.Known:
+		return true
+	case lsn == e.Start && word&KindMask != 0:
+		return true
+	case ff.Version < 6:
+		return lsn < e.Start
+	case lsn >= e.Start:
+		return ep == e.Word()
+	default:
+		return ep != e.Word()
+	}
+}
+
+// EncodeEpoch returns the epoch record of e.
+func EncodeEpoch(e Epoch) []byte {
+	b := make([]byte, EpochRecordSize)
+	binary.LittleEndian.PutUint64(b[0:8], e.N)
+	binary.LittleEndian.PutUint64(b[8:16], e.Start)
+	binary.LittleEndian.PutUint64(b[16:24], xxhash.Sum64(b[0:16]))
+	return b
+}
+
+// DecodeEpoch decodes an epoch record; ok is false if b is short or its
+// checksum fails.
+func DecodeEpoch(b []byte) (e Epoch, ok bool) {
+	if len(b) < EpochRecordSize || xxhash.Sum64(b[0:16]) != binary.LittleEndian.Uint64(b[16:24]) {
+		return Epoch{}, false
+	}
+	return Epoch{N: binary.LittleEndian.Uint64(b[0:8]), Start: binary.LittleEndian.Uint64(b[8:16]), Known: true}, true
+}
+
+// SegmentName returns the base name of the segment whose first frame is at
+// first: 20 decimal digits, so names sort in LSN order.
+func SegmentName(first uint64) string { return fmt.Sprintf("%020d%s", first, SegmentExt) }
+
+// ParseSegmentName returns the first LSN a segment name encodes.
+func ParseSegmentName(name string) (uint64, bool) {
+	digits, ok := strings.CutSuffix(name, SegmentExt)
+	if !ok || len(digits) != 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(digits, 10, 64)
+	return n, err == nil
+}
+
+// QuarantineName returns the name of the n-th quarantine file (n = 0: the
+// first) for size torn bytes from LSN from: "<from>-<end>[.n].torn".
+func QuarantineName(from uint64, size int64, n int) string {
+	if n == 0 {
+		return fmt.Sprintf("%020d-%020d%s", from, from+uint64(size), QuarantineExt)
+	}
+	return fmt.Sprintf("%020d-%020d.%d%s", from, from+uint64(size), n, QuarantineExt)
+}
+
+// ParseQuarantineName recognises a name QuarantineName made and returns
+// the LSN its bytes started at.
+func ParseQuarantineName(name string) (from uint64, ok bool) {
+	base, ok := strings.CutSuffix(name, QuarantineExt)
+	if !ok {
+		return 0, false
+	}
+	if i := strings.IndexByte(base, '.'); i >= 0 {
+		if n, err := strconv.Atoi(base[i+1:]); err != nil || n <= 0 {
+			return 0, false
+		}
+		base = base[:i]
+	}
+	a, b, ok := strings.Cut(base, "-")
+	if !ok || len(a) != 20 || len(b) != 20 {
+		return 0, false
+	}
+	from, err1 := strconv.ParseUint(a, 10, 64)
+	_, err2 := strconv.ParseUint(b, 10, 64)
+	return from, err1 == nil && err2 == nil
+}
