@@ -303,6 +303,11 @@ func pickFault(s Source, inOpen bool) Fault {
 			f.Crash = End{Kind: EndProcess}
 		}
 	}
+	if inOpen && s.Intn(2) == 0 {
+		// Open's repairs (rewriting unvouched frames, zeroing a torn
+		// tail, finishing a cut) end in a segment sync: lose it
+		f = Fault{Kind: FaultSyncLost, On: vfs.OpSync, Target: TargetSegment, N: 1 + s.Intn(2), Errno: f.Errno}
+	}
 	return f
 }
 
@@ -312,7 +317,7 @@ func Generate(s Source) *Schedule {
 	nruns := 2 + s.Intn(6)
 	for range nruns {
 		r := Run{Policy: pickPolicy(s), Method: vfs.SyncMethods()[s.Intn(len(vfs.SyncMethods()))], Recycle: s.Intn(4)}
-		if s.Intn(8) == 0 {
+		if s.Intn(4) == 0 {
 			f := pickFault(s, true)
 			r.OpenFault = &f
 		}
