@@ -3,6 +3,7 @@ package wal_test
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
@@ -190,8 +191,10 @@ func checkRecovered25(t *testing.T, fsys vfs.FS, acked map[wal.LSN][]byte, cut m
 	t.Helper()
 	ro, rerr := wal.OpenReadOnly(logDir, wal.Options{FS: fsys, SegmentSize: 4 << 10})
 	var roEnd wal.LSN
+	var roSteps []string
 	if rerr == nil {
 		roEnd = ro.Recovered().EndLSN
+		roSteps = ro.Recovered().Steps
 		ro.Close()
 	}
 	l, err := wal.Open(logDir, wal.Options{FS: fsys, SegmentSize: 4 << 10})
@@ -201,6 +204,9 @@ func checkRecovered25(t *testing.T, fsys vfs.FS, acked map[wal.LSN][]byte, cut m
 	defer l.Close()
 	if rerr == nil && roEnd != l.Recovered().EndLSN {
 		t.Errorf("%s: OpenReadOnly EndLSN %d, Open EndLSN %d", what, roEnd, l.Recovered().EndLSN)
+	}
+	if rerr == nil && fmt.Sprint(roSteps) != fmt.Sprint(l.Recovered().Steps) {
+		t.Errorf("%s: OpenReadOnly planned %q, Open did %q", what, roSteps, l.Recovered().Steps)
 	}
 	got := map[wal.LSN][]byte{}
 	r, err := l.NewReader(l.Recovered().FirstLSN)
@@ -290,3 +296,122 @@ func TestBreak25RaftCrashEveryOp(t *testing.T) {
 }
 
 var errCrash25 = errors.New("injected crash")
+
+// legacyCutWorkload: Open a copy of an older-format fixture, read it, cut at
+// cutIdx (a record of an old-format segment: the log then ends inside a
+// segment it never appends to), append 5 records, sync, Close. It stops at
+// the first error. It returns the original records, the records expected
+// after (LSN → content) and the cut ones.
+func legacyCutWorkload(fsys vfs.FS, orig []wal.LSN, origRecs [][]byte, cutIdx int) (acked map[wal.LSN][]byte, cut map[string]bool) {
+	acked = map[wal.LSN][]byte{}
+	cut = map[string]bool{}
+	for i := 0; i < cutIdx; i++ {
+		acked[orig[i]] = origRecs[i]
+	}
+	l, err := wal.Open(logDir, wal.Options{FS: fsys, SegmentSize: 4 << 10})
+	if err != nil {
+		for i := cutIdx; i < len(orig); i++ {
+			acked[orig[i]] = origRecs[i]
+		}
+		return
+	}
+	defer l.Close()
+	if l.TruncateAfter(orig[cutIdx]) != nil {
+		return
+	}
+	for i := cutIdx; i < len(orig); i++ {
+		cut[string(origRecs[i])] = true
+	}
+	pending := map[wal.LSN][]byte{}
+	for i := 0; i < 5; i++ {
+		rec := record(3, i, 150)
+		lsn, err := l.Append(rec)
+		if err != nil {
+			return
+		}
+		pending[lsn] = rec
+	}
+	if l.Sync() != nil {
+		return
+	}
+	for k, v := range pending {
+		acked[k] = v
+	}
+	return
+}
+
+// TestBreak25LegacyCutCrashEveryOp: TruncateAfter into a segment of each
+// older format (fixtures v1..v4), at a record in the last segment and at one
+// in an earlier segment, then appends; crashed at every filesystem
+// operation under several crash modes, then recovered.
+// Expected: the records before the cut and every synced new record back;
+// no record a returned cut dropped; OpenReadOnly's EndLSN equal to Open's.
+func TestBreak25LegacyCutCrashEveryOp(t *testing.T) {
+	modes := []vfs.CrashMode{vfs.DropAll(), vfs.KeepAll(), vfs.TearAtSector(1),
+		vfs.KeepRandomSubsetOfBlocks(512, 1), vfs.KeepRandomSubsetOfBlocks(4096, 2)}
+	for _, v := range []string{"format-v1", "format-v2", "format-v3", "format-v4"} {
+		t.Run(v, func(t *testing.T) {
+			src := filepath.Join("testdata", v)
+			base := loadFixture(t, src)
+			l, err := wal.OpenReadOnly(logDir, wal.Options{FS: base})
+			require.NoError(t, err)
+			orig, origRecs := readAll(t, l, l.Recovered().FirstLSN)
+			require.NoError(t, l.Close())
+			require.Greater(t, len(orig), 10)
+			for _, cutIdx := range []int{len(orig) - 2, len(orig) / 2} {
+				for k := int64(1); ; k++ {
+					mem := base.ProcessCrash()
+					reached := false
+					inj := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+						if op.Index >= k {
+							reached = true
+							return errCrash25
+						}
+						return nil
+					}))
+					acked, cut := legacyCutWorkload(inj, orig, origRecs, cutIdx)
+					if !reached {
+						require.Greater(t, k, int64(20))
+						break
+					}
+					for _, m := range modes {
+						checkRecovered25(t, mem.PowerLoss(m), acked, cut, fmt.Sprintf("%s cut at record %d, crash at op %d, %v", v, cutIdx, k, m))
+						if t.Failed() {
+							return
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestBreak25EpochFileDeleted: the epoch file removed (an operator's
+// clean-up, a backup that copied only segments).
+//
+// Sequence: Open (epoch 1), append+sync 5, Close; Open (epoch 2), append+sync
+// 5, Close; remove "epoch"; Open (no rule: every frame admitted; it records
+// epoch 1 from the end), Close; Open again.
+// Expected: all 10 records at every Open, or an error.
+func TestBreak25EpochFileDeleted(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := openLog(t, fsys, wal.Options{})
+	appendSynced(t, l, 0, 5, 100)
+	require.NoError(t, l.Close())
+	l = openLog(t, fsys, wal.Options{})
+	appendSynced(t, l, 5, 10, 100)
+	require.NoError(t, l.Close())
+	require.NoError(t, fsys.Remove(filepath.Join(logDir, "epoch")))
+	require.NoError(t, fsys.SyncDir(logDir))
+	for i := 0; i < 3; i++ {
+		l, err := wal.Open(logDir, wal.Options{FS: fsys, SegmentSize: testSegmentSize})
+		if err != nil {
+			t.Logf("Open %d refused: %v", i, err)
+			return
+		}
+		_, recs := readAll(t, l, l.Recovered().FirstLSN)
+		info := l.Recovered()
+		require.NoError(t, l.Close())
+		require.Equal(t, 10, len(recs), "Open %d after removing the epoch file: acknowledged records silently lost (epoch %d, steps %q)", i, info.Epoch, info.Steps)
+	}
+}
