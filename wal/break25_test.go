@@ -47,7 +47,11 @@ func appendSynced(t *testing.T, l *wal.Log, from, to, size int) []wal.LSN {
 // Happened (main at 50f6162): Open succeeds with EndLSN after record 5;
 // records 5..9 (synced, acknowledged) are silently gone: they carry epoch
 // 2 at LSNs after the restored record's start (0), so the epoch rule
-// refuses them as stale, and Open then records epoch 2 again from there.
+// refuses them as stale. Open's plan calls the 658 bytes of synced frames
+// (and the clean-close end frame) "torn bytes", quarantines them into
+// 00000000000000000640-00000000000000001298.torn, zeroes them, records epoch
+// 2 again from LSN 640 and returns nil: the records are out of the log (the
+// bytes survive only in the quarantine file, which nothing replays).
 func TestBreak25OlderEpochCopyRestored(t *testing.T) {
 	fsys := vfs.NewMem()
 	l := openLog(t, fsys, wal.Options{})
@@ -67,7 +71,7 @@ func TestBreak25OlderEpochCopyRestored(t *testing.T) {
 	}
 	_, recs := readAll(t, l, l.Recovered().FirstLSN)
 	require.NoError(t, l.Close())
-	require.Equal(t, 10, len(recs), "acknowledged records silently lost after restoring an older epoch file")
+	require.Equal(t, 10, len(recs), "acknowledged records silently lost after restoring an older epoch file (steps %q, quarantined %v)", l.Recovered().Steps, l.Recovered().Quarantined)
 }
 
 // TestBreak25EpochBadInputs: well-checksummed epoch records with absurd
@@ -80,15 +84,21 @@ func TestBreak25OlderEpochCopyRestored(t *testing.T) {
 // wraps to 0) are all accepted by Open without error and every one of the 5
 // synced records is silently dropped (EndLSN becomes the first LSN): a
 // checksummed but nonsensical epoch record is trusted over valid frames.
+// Open's plan: "quarantine and zero the 658 torn bytes from LSN 0", then
+// "begin epoch 2 at LSN 0" (for startZeroEpochBig "begin epoch 0": N+1
+// wraps). No error, no CorruptionError: the start LSN is never checked
+// against the end the segments show, nor the epoch against the frames'.
 func TestBreak25EpochBadInputs(t *testing.T) {
-	cases := map[string]func(end uint64) []byte{
-		"startPastEnd":      func(end uint64) []byte { return epochRecord(1, end+1<<40) },
-		"startMaxUint":      func(end uint64) []byte { return epochRecord(1, ^uint64(0)) },
-		"startMidFrame":     func(end uint64) []byte { return epochRecord(1, 8) },
-		"startZeroEpochBig": func(end uint64) []byte { return epochRecord(^uint64(0), 0) },
-		"short":             func(end uint64) []byte { return epochRecord(1, 0)[:20] },
-		"long":              func(end uint64) []byte { return append(epochRecord(1, 0), 1, 2, 3) },
-		"empty":             func(end uint64) []byte { return nil },
+	cases := map[string]func(n, end uint64) []byte{
+		"startPastEnd":         func(n, end uint64) []byte { return epochRecord(n, end+1<<40) },
+		"startMaxUint":         func(n, end uint64) []byte { return epochRecord(n, ^uint64(0)) },
+		"startMidFrame":        func(n, end uint64) []byte { return epochRecord(n, 8) },
+		"startInsideLastFrame": func(n, end uint64) []byte { return epochRecord(n, end-8) },
+		"startEarlierEpochNow": func(n, end uint64) []byte { return epochRecord(n+1, end-112) },
+		"startZeroEpochBig":    func(n, end uint64) []byte { return epochRecord(^uint64(0), 0) },
+		"short":                func(n, end uint64) []byte { return epochRecord(n, 0)[:20] },
+		"long":                 func(n, end uint64) []byte { return append(epochRecord(n, 0), 1, 2, 3) },
+		"empty":                func(n, end uint64) []byte { return nil },
 	}
 	for name, mk := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -97,7 +107,8 @@ func TestBreak25EpochBadInputs(t *testing.T) {
 			appendSynced(t, l, 0, 5, 100)
 			end := uint64(l.AppendedLSN())
 			require.NoError(t, l.Close())
-			setFile(t, fsys, "epoch", mk(end))
+			n := binary.LittleEndian.Uint64(fileBytes(t, fsys, "epoch"))
+			setFile(t, fsys, "epoch", mk(n, end))
 			opts := wal.Options{FS: fsys, SegmentSize: testSegmentSize}
 			ro, rerr := wal.OpenReadOnly(logDir, opts)
 			var roInfo wal.RecoveryInfo
@@ -117,7 +128,7 @@ func TestBreak25EpochBadInputs(t *testing.T) {
 			// Append after the odd epoch, reopen: everything must still be there.
 			appendSynced(t, l, 5, 8, 100)
 			require.NoError(t, l.Close())
-			require.Equal(t, 5, len(recs), "acknowledged records silently dropped by Open over a %s epoch record (EndLSN %d, Open took it)", name, info.EndLSN)
+			require.Equal(t, 5, len(recs), "acknowledged records silently dropped by Open over a %s epoch record (EndLSN %d, Open took it; steps %q, quarantined %v)", name, info.EndLSN, info.Steps, info.Quarantined)
 			_, recs, _ = replay(t, fsys, wal.Options{})
 			require.Equal(t, 8, len(recs), "acknowledged records lost after opening over a %s epoch record", name)
 		})
