@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"path/filepath"
 
 	"github.com/durawal/durawal/wal/internal/format"
@@ -60,6 +61,10 @@ func readEpoch(fsys vfs.FS, dir string) (epochRule, error) {
 // durable, and makes it the one new frames carry. The caller holds every
 // writer off (Open before it returns, TruncateAfter with appends held).
 func (l *Log) beginEpoch(start LSN) error {
+	if l.epoch.N == math.MaxUint64 {
+		return &CorruptionError{Segment: epochName, Offset: 0,
+			Reason: fmt.Sprintf("%s records epoch %d, the last there can be", epochName, l.epoch.N)}
+	}
 	next := epochRule{N: l.epoch.N + 1, Start: uint64(start), Known: true}
 	if err := l.writeRecordFile(epochName, format.EncodeEpoch(next)); err != nil {
 		return fmt.Errorf("recording epoch %d from LSN %d: %w", next.N, start, err)

@@ -271,8 +271,12 @@ func (l *Log) recover() error {
 		for try := 1; err != nil && l.readOnly && try < readOnlyAttempts; try++ {
 			// A live writer may have written the segment while it was
 			// read (a frame of a later group seen, an earlier one not
-			// yet): the verdict stands only if a second read reaches it
-			// too.
+			// yet), or cut the log and begun a new epoch: the verdict
+			// stands only if a second read, under the epoch recorded
+			// now, reaches it too.
+			if e, eerr := readEpoch(l.fs, l.dir); eerr == nil {
+				l.epoch = e
+			}
 			sc = newScanner()
 			l.info.TornBytes = 0
 			var again error
@@ -290,6 +294,15 @@ func (l *Log) recover() error {
 		s := &segment{first: first, version: version, use: use, size: size, limit: size, path: path}
 		l.writeSeg, l.appendSeg, l.next = s, s, end
 		l.planRepairTail(s, sc, end, proven)
+	}
+	if l.epoch.Known && LSN(l.epoch.Start) > l.next && l.recoverCut == noCutLSN {
+		// An epoch begins at the end of the log as it then was, after
+		// the frames before it were made durable: the log can end
+		// earlier only by a recorded cut (TruncateAfter records it before
+		// its epoch), or if its frames were lost or the record is not
+		// this log's (restored from a copy, damaged, hand-edited).
+		return &CorruptionError{Segment: epochName, Offset: 8,
+			Reason: fmt.Sprintf("%s records epoch %d from LSN %d, but the log's frames end at LSN %d", epochName, l.epoch.N, l.epoch.Start, l.next)}
 	}
 	if !recorded && oldestVersion >= 2 && firsts[0] != 0 {
 		// A log is created at LSN 0, and only RemoveBefore moves its start,

@@ -80,6 +80,16 @@ func (e Epoch) Admits(ff FrameFormat, lsn uint64, word uint32) bool {
 	}
 }
 
+// Newer reports whether the epoch recorded in the kind word word is later
+// than e's: ahead of it by less than half the 2^30 range. No frame of a
+// later epoch can exist while the record names an earlier one (the record is
+// made durable before any frame of its epoch), so one that does means the
+// record is older than the log: restored from a copy, or damaged.
+func (e Epoch) Newer(word uint32) bool {
+	d := (word>>2 - e.Word()) & (1<<EpochBits - 1)
+	return e.Known && d != 0 && d < 1<<(EpochBits-1)
+}
+
 // EncodeEpoch returns the epoch record of e.
 func EncodeEpoch(e Epoch) []byte {
 	b := make([]byte, EpochRecordSize)
