@@ -188,7 +188,8 @@ func (sc *frameScanner) frame(lsn LSN, ahead bool) (rec []byte, wm LSN, size int
 	if st == frameValid && off+size > sc.s.size {
 		st = frameShort // its padding is cut off (a file truncated to an odd size)
 	}
-	if word := binary.LittleEndian.Uint32(b[12:16]); st == frameValid && ff.Version >= 6 && sc.rule.Newer(word) {
+	if st == frameValid && ff.Version >= 6 && sc.rule.Newer(binary.LittleEndian.Uint32(b[12:16])) {
+		word := binary.LittleEndian.Uint32(b[12:16])
 		return nil, 0, 0, 0, frameStale, &CorruptionError{Segment: epochName, Offset: 0,
 			Reason: fmt.Sprintf("the frame at LSN %d of %s was written in epoch %d (modulo 2^30), after epoch %d that %s records: the record is older than the log (restored from a copy?)",
 				lsn, sc.name, word>>2, sc.rule.N, epochName)}
