@@ -141,7 +141,6 @@ func Salvage(dir string, opts Options, fn func(lsn LSN, rec []byte) error) (Salv
 		Reason: fmt.Sprintf("missing: the last segment present links to a segment starting at LSN %d", rep.Stop)})
 }
 
-
 // salvageEnd is where and why salvageSegment stopped short of a link frame.
 type salvageEnd struct {
 	off    int64
