@@ -3,6 +3,7 @@ package wal_test
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -149,4 +150,22 @@ func flipByte(t *testing.T, path string, off int64) {
 	require.NoError(t, err)
 	b[off] ^= 0xff
 	require.NoError(t, os.WriteFile(path, b, 0o644))
+}
+
+// A segment extended sparsely to 1 GiB is refused from its header and size
+// by InspectSegment, without reading (or allocating) the file whole.
+func TestInspectSegmentExtendedNotReadWhole(t *testing.T) {
+	_, _, _, segs := salvageLog(t, 800)
+	require.NoError(t, os.Truncate(segs[0], 1<<30))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	info, err := wal.InspectSegment(nil, segs[0], func(wal.FrameInfo) error { return nil })
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	require.Equal(t, int64(1<<30), info.Size)
+	require.ErrorIs(t, info.HeaderErr, wal.ErrCorrupt)
+	require.Contains(t, info.HeaderErr.Error(), "created with 65536")
+	require.Positive(t, info.Records)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(16<<20), "InspectSegment allocated the file whole")
+	require.False(t, info.Recycled, "a fresh format-%d segment", info.Version)
 }
