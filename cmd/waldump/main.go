@@ -62,9 +62,9 @@ type dump struct {
 	DefaultOpen verdict `json:"default_open"`
 	// Salvage says how far wal.Salvage read the log (with -records when
 	// Open would fail, and with -export).
-	Salvage *salvage `json:"salvage,omitempty"`
-	Records     []record             `json:"records,omitempty"`
-	RecordsErr  string               `json:"records_error,omitempty"` // why reading the records stopped early
+	Salvage    *salvage `json:"salvage,omitempty"`
+	Records    []record `json:"records,omitempty"`
+	RecordsErr string   `json:"records_error,omitempty"` // why reading the records stopped early
 }
 
 type lsnRecord struct {
