@@ -2,30 +2,44 @@
 // would make of it, without changing a byte: it reads the files with
 // wal.InspectDir and wal.InspectSegment, which also work on a damaged log,
 // and takes the verdict of the recovery rule from wal.OpenReadOnly, which
-// takes no lock, so it may run beside the log's writer. The verdict is that
-// of Open with VerifyOnOpen: every frame of every segment checked (a default
-// Open trusts sealed segments by their link frames and leaves damage inside
-// them to the reader that reaches it).
+// takes no lock, so it may run beside the log's writer. It opens with the
+// segment size the log's own headers record. It prints two verdicts: what a
+// default Open does (it trusts sealed segments by their link frames and
+// leaves damage inside them to the reader that reaches it), and what Open
+// with VerifyOnOpen finds (every frame of every segment checked); the exit
+// status follows the second.
 //
 // Usage:
 //
-//	waldump [-frames] [-records N] [-json] DIR
+//	waldump [-frames] [-records N] [-export FILE [-export-format jsonl|binary]] [-json] DIR
+//	waldump -repair [-apply] DIR
 //
 // It lists the segments (name, first LSN, size, format version, records,
 // where the chain of valid frames ends, how the segment closes, status:
 // sealed, last, below the recorded start, after a pending cut), the
 // first-lsn and truncate-lsn records, quarantined torn tails, leftover
-// temporary and foreign files, and the verdict: the end LSN, torn and
+// temporary and foreign files, and the verdicts: the end LSN, torn and
 // unvouched bytes and whether the log was closed cleanly, or the error Open
 // would return. -frames adds every frame (LSN, offset, size, payload
 // length, kind, watermark, and why a position is invalid); -records N
-// prints the first N records Open would recover; -json prints all of it as
-// one JSON object.
+// prints the first N records Open would recover, or, when Open would fail,
+// the first N of the longest verifiable prefix (wal.Salvage), which is then
+// summarised with the LSN where it stops and why; -export FILE writes every
+// record of that prefix to a new FILE, as JSON lines ({"lsn", "data":
+// base64}) or, with -export-format binary, as an 8-byte LSN, a 4-byte
+// length (little-endian) and the record, per record; -json prints all of it
+// as one JSON object.
+//
+// -repair prints what wal.Repair would do to make Open accept a damaged log
+// (which prefix it keeps, which LSNs and bytes it drops into evidence files,
+// each step) and changes nothing; -repair -apply does it. It refuses while
+// a process has the log open. See docs/damaged-log.md.
 //
 // Exit status: 0 if Open would open the log, 1 if it would fail (the
 // verdict says why: damage, a missing segment, a foreign file, an
 // unsupported format version), 2 for a usage error or a directory that
-// holds no log.
+// holds no log. With -repair: 0 if the log needs no repair, can be
+// repaired (dry run) or was; 1 if it cannot be; 2 for other errors.
 package main
 
 import (
