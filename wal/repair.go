@@ -106,6 +106,13 @@ func repair(dir string, opts Options, apply bool) (RepairReport, error) {
 		return rep, fmt.Errorf("wal: repair: not damage, not repaired: %w", err)
 	} else {
 		rep.Needed, rep.Damage = true, err
+		var ce *CorruptionError
+		if errors.As(err, &ce) {
+			switch ce.Segment {
+			case firstLSNName, truncateName, epochName:
+				return rep, fmt.Errorf("%w: the %s record is damaged, and Repair rewrites no record (docs/damaged-log.md): %w", ErrNotRepaired, ce.Segment, err)
+			}
+		}
 	}
 	kept, err := Salvage(dir, Options{FS: fsys}, func(LSN, []byte) error { return nil })
 	if err != nil {
