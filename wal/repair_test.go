@@ -102,6 +102,13 @@ var damages = []struct {
 		require.NoError(t, f.Sync())
 		require.NoError(t, f.Close())
 	}},
+	{"sealed segment shortened into its frames", func(t *testing.T, fsys vfs.FS, segs []string) {
+		f, err := fsys.OpenReadWrite(filepath.Join(logDir, segs[1]), vfs.Fdatasync)
+		require.NoError(t, err)
+		require.NoError(t, f.Truncate(4000))
+		require.NoError(t, f.Sync())
+		require.NoError(t, f.Close())
+	}},
 	{"bad header of a sealed segment", func(t *testing.T, fsys vfs.FS, segs []string) { memFlip(t, fsys, segs[2], 3) }},
 }
 
