@@ -154,8 +154,10 @@ func repair(dir string, opts Options, apply bool) (RepairReport, error) {
 
 	// The segment cut at the damage: its non-zero bytes from the cut on.
 	pname := segmentName(segs[pi])
-	pf, err := fsys.OpenReadWrite(filepath.Join(dir, pname), vfs.Fdatasync)
-	if !apply && err != nil {
+	var pf vfs.File
+	if apply {
+		pf, err = fsys.OpenReadWrite(filepath.Join(dir, pname), vfs.Fdatasync)
+	} else {
 		pf, err = fsys.Open(filepath.Join(dir, pname))
 	}
 	if err != nil {
