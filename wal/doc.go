@@ -110,6 +110,13 @@
 // and zeroed, the new epoch recorded), and only then carries the steps out
 // in order. OpenReadOnly stops before the first.
 //
+// Open never repairs damage: it fails with ErrCorrupt and leaves the
+// directory as it was. Salvage then reads the longest verifiable prefix of
+// the damaged log (and says at which LSN and why it stops), PlanRepair says
+// what Repair would do, and Repair, called explicitly, keeps that prefix
+// and moves every byte it drops into evidence files named like the
+// quarantined torn tails. docs/damaged-log.md is the runbook.
+//
 // What each ending leaves verifiable:
 //
 //   - A clean Close: everything. After its final sync Close writes an end

@@ -17,7 +17,9 @@ var (
 	// nothing is appended.
 	ErrRecordTooLarge = errors.New("wal: record too large")
 	// ErrCorrupt is matched by a *CorruptionError: Open found damage where
-	// the log promised valid data.
+	// the log promised valid data. What to do next (Salvage reads the
+	// longest verifiable prefix, Repair keeps it and moves the rest into
+	// evidence files) is in docs/damaged-log.md.
 	ErrCorrupt = errors.New("wal: corrupt log")
 	// ErrPoisoned is returned by every call after a write or sync failed: the
 	// log fails closed and never retries a sync (docs/failure-model.md, fsync failure).

@@ -226,6 +226,10 @@ type SegmentInfo struct {
 	// CreatedSize is the file size in bytes the header records (0 in a
 	// header written before sizes were recorded, or without a header).
 	CreatedSize int64
+	// Recycled reports that the format version is one a recycled file
+	// carries (3, 5 or 7): non-zero bytes after its frames may be stale
+	// bytes of the file's earlier use. In other versions they are not.
+	Recycled bool
 	// HeaderErr is why the header, or the file's size against it, is not
 	// what Open accepts: a *CorruptionError, or an error matching
 	// ErrUnsupportedVersion. Nil for a good header. The frames of a file
@@ -275,17 +279,25 @@ func InspectSegment(fsys vfs.FS, path string, fn func(FrameInfo) error) (Segment
 		return SegmentInfo{}, fmt.Errorf("wal: inspect: %s is not a segment file name (%s: its first LSN in 20 digits)", path, segmentName(0))
 	}
 	info := SegmentInfo{Name: name, FirstLSN: first, ChainEnd: first}
-	buf, err := readWhole(fsys, path, MaxSegmentSize)
+	buf, size, err := readSegmentFile(fsys, path)
 	if err != nil {
 		return info, fmt.Errorf("wal: inspect: %w", err)
 	}
-	info.Size = int64(len(buf))
-	info.HeaderErr = checkSegment(scanBytes(buf, name, first))
+	info.Size = size
+	if size > int64(len(buf)) {
+		// Longer than its header records: only the created bytes were
+		// read (a file extended sparsely to gigabytes is not read whole).
+		info.HeaderErr = &CorruptionError{Segment: name, Offset: int64(len(buf)),
+			Reason: fmt.Sprintf("segment file is %d bytes but was created with %d: truncated or extended", size, len(buf))}
+	} else {
+		info.HeaderErr = checkSegment(scanBytes(buf, name, first))
+	}
 	if len(buf) < legacyHeaderSize || [8]byte(buf[:8]) != segmentMagic {
 		return info, nil
 	}
 	info.Version = binary.LittleEndian.Uint32(buf[8:12])
 	info.CreatedSize = int64(binary.LittleEndian.Uint32(buf[12:16])) * frameAlign
+	info.Recycled = staleTail(info.Version)
 
 	h, _, _ := decodeSegmentHeader(buf)
 	s := segment{first: first, size: int64(len(buf)), version: info.Version, use: h.Use}
@@ -388,26 +400,37 @@ func frameProblem(b []byte, ff frameFormat, lsn LSN, maxRecord int, st frameStat
 	return "checksum mismatch"
 }
 
-// readWhole reads the file at path on fsys, refusing one above limit bytes.
-func readWhole(fsys vfs.FS, path string, limit int64) ([]byte, error) {
+// readSegmentFile reads the segment file at path on fsys and returns its
+// bytes and its size. A file whose header records a created size smaller
+// than the file is read only to that size (the header and size are checked
+// before anything else is read); one above MaxSegmentSize with no such
+// header is refused.
+func readSegmentFile(fsys vfs.FS, path string) ([]byte, int64, error) {
 	f, err := fsys.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer f.Close()
 	size, err := f.Size()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
-	if size > limit {
-		return nil, fmt.Errorf("%s is %d bytes, larger than any segment (%d bytes at most)", path, size, limit)
+	limit := size
+	hdr := make([]byte, segmentHeaderSize)
+	if n, _ := f.ReadAt(hdr, 0); n == len(hdr) {
+		if h, why, _ := decodeSegmentHeader(hdr); why == "" && h.Created > 0 && h.Created < size {
+			limit = h.Created
+		}
 	}
-	buf := make([]byte, size)
-	if n, err := f.ReadAt(buf, 0); int64(n) < size {
+	if limit > MaxSegmentSize {
+		return nil, 0, fmt.Errorf("%s is %d bytes, larger than any segment (%d bytes at most)", path, size, int64(MaxSegmentSize))
+	}
+	buf := make([]byte, limit)
+	if n, err := f.ReadAt(buf, 0); int64(n) < limit {
 		if err == nil {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, fmt.Errorf("reading %s: read %d of %d bytes: %w", path, n, size, err)
+		return nil, 0, fmt.Errorf("reading %s: read %d of %d bytes: %w", path, n, limit, err)
 	}
-	return buf, nil
+	return buf, size, nil
 }

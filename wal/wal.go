@@ -169,11 +169,15 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := l.makeDir(dir); err != nil {
 		return nil, fmt.Errorf("wal: open: %w", err)
 	}
+	if err := l.refuseForeign(dir); err != nil {
+		return nil, err
+	}
 	lock, err := l.fs.Lock(dir + "/" + lockName)
 	if err != nil {
-		return nil, fmt.Errorf("wal: open %s: %w", dir, foreignIfNotRegular(err))
+		return nil, lockError(dir, err)
 	}
 	l.lock = lock
+	noteHeld(dir, true)
 	l.opening = true
 	recoverStart := time.Now()
 	err = l.recover()
@@ -182,6 +186,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err != nil {
 		l.closeFiles()
 		lock.Close()
+		noteHeld(dir, false)
 		return nil, err
 	}
 	l.segsMu.Lock()
@@ -891,6 +896,7 @@ func (l *Log) Close() error {
 	if cerr := l.lock.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
+	noteHeld(l.dir, false)
 	l.opts.Logger.Info("wal: closed", "dir", l.dir, "lsn", l.appended.Load(), "err", err)
 	return err
 }

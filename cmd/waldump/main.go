@@ -2,33 +2,49 @@
 // would make of it, without changing a byte: it reads the files with
 // wal.InspectDir and wal.InspectSegment, which also work on a damaged log,
 // and takes the verdict of the recovery rule from wal.OpenReadOnly, which
-// takes no lock, so it may run beside the log's writer. The verdict is that
-// of Open with VerifyOnOpen: every frame of every segment checked (a default
-// Open trusts sealed segments by their link frames and leaves damage inside
-// them to the reader that reaches it).
+// takes no lock, so it may run beside the log's writer. It opens with the
+// segment size the log's own headers record. It prints two verdicts: what a
+// default Open does (it trusts sealed segments by their link frames and
+// leaves damage inside them to the reader that reaches it), and what Open
+// with VerifyOnOpen finds (every frame of every segment checked); the exit
+// status follows the second.
 //
 // Usage:
 //
-//	waldump [-frames] [-records N] [-json] DIR
+//	waldump [-frames] [-records N] [-export FILE [-export-format jsonl|binary]] [-json] DIR
+//	waldump -repair [-apply] DIR
 //
 // It lists the segments (name, first LSN, size, format version, records,
 // where the chain of valid frames ends, how the segment closes, status:
 // sealed, last, below the recorded start, after a pending cut), the
 // first-lsn and truncate-lsn records, quarantined torn tails, leftover
-// temporary and foreign files, and the verdict: the end LSN, torn and
+// temporary and foreign files, and the verdicts: the end LSN, torn and
 // unvouched bytes and whether the log was closed cleanly, or the error Open
 // would return. -frames adds every frame (LSN, offset, size, payload
 // length, kind, watermark, and why a position is invalid); -records N
-// prints the first N records Open would recover; -json prints all of it as
-// one JSON object.
+// prints the first N records Open would recover, or, when Open would fail,
+// the first N of the longest verifiable prefix (wal.Salvage), which is then
+// summarised with the LSN where it stops and why; -export FILE writes every
+// record of that prefix to a new FILE, as JSON lines ({"lsn", "data":
+// base64}) or, with -export-format binary, as an 8-byte LSN, a 4-byte
+// length (little-endian) and the record, per record; -json prints all of it
+// as one JSON object.
+//
+// -repair prints what wal.Repair would do to make Open accept a damaged log
+// (which prefix it keeps, which LSNs and bytes it drops into evidence files,
+// each step) and changes nothing; -repair -apply does it. It refuses while
+// a process has the log open. See docs/damaged-log.md.
 //
 // Exit status: 0 if Open would open the log, 1 if it would fail (the
 // verdict says why: damage, a missing segment, a foreign file, an
 // unsupported format version), 2 for a usage error or a directory that
-// holds no log.
+// holds no log. With -repair: 0 if the log needs no repair, can be
+// repaired (dry run) or was; 1 if it cannot be; 2 for other errors.
 package main
 
 import (
+	"bufio"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -54,8 +70,15 @@ type dump struct {
 	Temp        []string             `json:"temp"`
 	Foreign     []string             `json:"foreign"`
 	Verdict     verdict              `json:"verdict"`
-	Records     []record             `json:"records,omitempty"`
-	RecordsErr  string               `json:"records_error,omitempty"` // why reading the records stopped early
+	// DefaultOpen is what a default Open (no VerifyOnOpen) does: it trusts
+	// sealed segments by their link frames, so it may open a log that
+	// Verdict (every frame checked) finds damaged.
+	DefaultOpen verdict `json:"default_open"`
+	// Salvage says how far wal.Salvage read the log (with -records when
+	// Open would fail, and with -export).
+	Salvage    *salvage `json:"salvage,omitempty"`
+	Records    []record `json:"records,omitempty"`
+	RecordsErr string   `json:"records_error,omitempty"` // why reading the records stopped early
 }
 
 type lsnRecord struct {
@@ -83,6 +106,7 @@ type segment struct {
 	Status        string  `json:"status"`
 	Error         string  `json:"error,omitempty"` // why the file could not be inspected
 	Frames        []frame `json:"frames,omitempty"`
+	Recycled      bool    `json:"recycled,omitempty"` // a version recycled files carry: trailing bytes may be stale
 }
 
 type frame struct {
@@ -116,6 +140,19 @@ type verdict struct {
 	OpenWould []string `json:"open_would,omitempty"`
 }
 
+type salvage struct {
+	StartLSN wal.LSN  `json:"start_lsn"`
+	StopLSN  wal.LSN  `json:"stop_lsn"`
+	Records  int      `json:"records"`
+	Bytes    int64    `json:"bytes"`
+	Segment  string   `json:"segment"`
+	Offset   int64    `json:"offset"`
+	Clean    bool     `json:"clean"`
+	Damage   string   `json:"damage,omitempty"`
+	Notes    []string `json:"notes,omitempty"`
+	Exported string   `json:"exported_to,omitempty"`
+}
+
 type record struct {
 	LSN     wal.LSN `json:"lsn"`
 	Length  int     `json:"length"`
@@ -129,18 +166,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 	frames := fl.Bool("frames", false, "list every frame of every segment")
 	records := fl.Int("records", 0, "print the first `N` records Open would recover")
 	asJSON := fl.Bool("json", false, "print one JSON object instead of text")
+	export := fl.String("export", "", "write every record of the longest verifiable prefix (wal.Salvage) to `FILE`")
+	exportFormat := fl.String("export-format", "jsonl", "`format` of -export: jsonl (one {\"lsn\",\"data\" (base64)} object a line) or binary (per record: LSN as 8 bytes, length as 4 bytes, little-endian, then the record)")
+	repair := fl.Bool("repair", false, "say what wal.Repair would do to make Open accept the log (nothing is changed without -apply)")
+	apply := fl.Bool("apply", false, "with -repair: do it")
 	fl.Usage = func() {
-		fmt.Fprintln(stderr, "usage: waldump [-frames] [-records N] [-json] DIR")
+		fmt.Fprintln(stderr, "usage: waldump [-frames] [-records N] [-export FILE [-export-format jsonl|binary]] [-json] DIR\n       waldump -repair [-apply] DIR")
 		fl.PrintDefaults()
 	}
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
-	if fl.NArg() != 1 || *records < 0 {
+	if fl.NArg() != 1 || *records < 0 || (*exportFormat != "jsonl" && *exportFormat != "binary") || (*apply && !*repair) {
 		fl.Usage()
 		return 2
 	}
 	dir := fl.Arg(0)
+	if *repair {
+		return runRepair(dir, *apply, stdout, stderr)
+	}
 	d, err := collect(dir, *frames, *records)
 	if err != nil {
 		fmt.Fprintf(stderr, "waldump: %v\n", err)
@@ -148,6 +192,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1 // a log directory Open refuses, not a usage error
 		}
 		return 2
+	}
+	if *export != "" || !d.Verdict.Opens {
+		if err := salvageRecords(d, *records, *export, *exportFormat); err != nil {
+			fmt.Fprintf(stderr, "waldump: %v\n", err)
+			return 2
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -196,6 +246,7 @@ func collect(dir string, withFrames bool, n int) (*dump, error) {
 	if di.Epoch.Present {
 		d.Epoch = &epochRecord{Epoch: di.Epoch.Epoch, Start: di.Epoch.Start, Error: errString(di.Epoch.Err)}
 	}
+	createdSize := make([]int64, len(di.Segments))
 	for i, first := range di.Segments {
 		name := fmt.Sprintf("%020d.wal", uint64(first))
 		var fs []frame
@@ -206,28 +257,45 @@ func collect(dir string, withFrames bool, n int) (*dump, error) {
 			}
 			return nil
 		})
+		createdSize[i] = si.CreatedSize
 		// A file that cannot be inspected (larger than any segment, removed
 		// by a live writer since the listing) is reported with the others:
 		// the verdict below still says what Open would make of the log.
 		d.Segments = append(d.Segments, segment{Name: name, FirstLSN: first, Size: si.Size, Version: si.Version,
 			HeaderError: errString(si.HeaderErr), Records: si.Records, ChainEnd: si.ChainEnd,
 			Closing: closing(si.Closing), MaxWatermark: si.MaxWatermark, TrailingBytes: si.TrailingBytes,
-			Status: status(di, i), Error: errString(err), Frames: fs})
+			Status: status(di, i), Error: errString(err), Frames: fs, Recycled: si.Recycled})
 	}
 
+	// The options Open needs the log's own values of come from its
+	// headers: the segment size new segments (and kept recycled files)
+	// have is the one the last segment was created with.
+	opts := wal.Options{}
+	for i := len(d.Segments) - 1; i >= 0; i-- {
+		if c := createdSize[i]; c > 0 {
+			opts.SegmentSize = c
+			break
+		}
+	}
+	// What a default Open does: sealed segments trusted by their headers
+	// and link frames.
+	if dl, err := wal.OpenReadOnly(dir, opts); err != nil {
+		d.DefaultOpen = verdict{Error: err.Error(), Corrupt: errors.Is(err, wal.ErrCorrupt)}
+	} else {
+		d.DefaultOpen = verdictOf(dl.Recovered())
+		dl.Close()
+	}
 	// Every frame of every segment: a dump is where damage in a sealed
 	// segment, which a default Open leaves to the reader that reaches it,
 	// should show.
-	l, err := wal.OpenReadOnly(dir, wal.Options{VerifyOnOpen: true})
+	opts.VerifyOnOpen = true
+	l, err := wal.OpenReadOnly(dir, opts)
 	if err != nil {
 		d.Verdict = verdict{Error: err.Error(), Corrupt: errors.Is(err, wal.ErrCorrupt)}
 		return d, nil
 	}
 	defer l.Close()
-	info := l.Recovered()
-	d.Verdict = verdict{Opens: true, Segments: info.Segments, FirstLSN: info.FirstLSN, EndLSN: info.EndLSN,
-		TornBytes: info.TornBytes, Unvouched: info.Unvouched, Clean: info.Clean, RemovedTemp: info.RemovedTemp,
-		Dropped: info.DroppedSegment, OpenWould: info.Steps}
+	d.Verdict = verdictOf(l.Recovered())
 	if n > 0 {
 		r, err := l.NewReader(l.FirstLSN())
 		if err != nil {
@@ -248,6 +316,13 @@ func collect(dir string, withFrames bool, n int) (*dump, error) {
 		}
 	}
 	return d, nil
+}
+
+// verdictOf is the verdict of an Open that recovered info.
+func verdictOf(info wal.RecoveryInfo) verdict {
+	return verdict{Opens: true, Segments: info.Segments, FirstLSN: info.FirstLSN, EndLSN: info.EndLSN,
+		TornBytes: info.TornBytes, Unvouched: info.Unvouched, Clean: info.Clean, RemovedTemp: info.RemovedTemp,
+		Dropped: info.DroppedSegment, OpenWould: info.Steps}
 }
 
 // status names a segment's place in the log, from the directory alone.
@@ -312,7 +387,7 @@ func printText(w io.Writer, d *dump) {
 		if s.HeaderError != "" {
 			fmt.Fprintf(w, "    bad header: %s\n", s.HeaderError)
 		}
-		if s.TrailingBytes > 0 && s.Version >= 3 {
+		if s.TrailingBytes > 0 && s.Recycled {
 			fmt.Fprintf(w, "    %d non-zero bytes after the frames (a recycled file: stale bytes of its earlier use)\n", s.TrailingBytes)
 		} else if s.TrailingBytes > 0 {
 			fmt.Fprintf(w, "    %d non-zero bytes after the frames\n", s.TrailingBytes)
@@ -344,6 +419,30 @@ func printText(w io.Writer, d *dump) {
 	}
 	if d.RecordsErr != "" {
 		fmt.Fprintf(w, "records: reading stopped: %s\n", d.RecordsErr)
+	}
+	if sv := d.Salvage; sv != nil {
+		for _, n := range sv.Notes {
+			fmt.Fprintf(w, "salvage: note: %s\n", n)
+		}
+		how := "cleanly, where the log ends"
+		if !sv.Clean {
+			how = "at the first damage: " + sv.Damage
+		}
+		fmt.Fprintf(w, "salvage: %d records (%d bytes) readable, LSN %d to %d; stopped at %s offset %d %s\n",
+			sv.Records, sv.Bytes, sv.StartLSN, sv.StopLSN, sv.Segment, sv.Offset, how)
+		if sv.Exported != "" {
+			fmt.Fprintf(w, "salvage: exported %d records to %s\n", sv.Records, sv.Exported)
+		}
+	}
+	dv := d.DefaultOpen
+	if dv.Opens {
+		fmt.Fprintf(w, "default Open (sealed segments trusted by their link frames): would recover LSN %d to %d in %d segments\n", dv.FirstLSN, dv.EndLSN, dv.Segments)
+	} else {
+		fmt.Fprintf(w, "default Open (sealed segments trusted by their link frames): would fail: %s\n", dv.Error)
+	}
+	defer fmt.Fprintf(w, "exit status: follows the verdict (Open with VerifyOnOpen: every frame of every segment checked)\n")
+	if !d.Verdict.Opens && (dv.Opens || d.Verdict.Corrupt) {
+		defer fmt.Fprintf(w, "what now: docs/damaged-log.md; read what can be read with waldump -records N or -export FILE; repair with waldump -repair DIR (a dry run; -apply does it)\n")
 	}
 	v := d.Verdict
 	if !v.Opens {
@@ -381,4 +480,61 @@ func printRecord(w io.Writer, name string, r *lsnRecord, none string) {
 	default:
 		fmt.Fprintf(w, "%s: %d\n", name, r.LSN)
 	}
+}
+
+// salvageRecords reads the longest verifiable prefix of the log with
+// wal.Salvage into d: the first n records (when Open would fail, the reader
+// of an opened log cannot), and every record to the file export in format
+// ("jsonl" or "binary") when export is not empty.
+func salvageRecords(d *dump, n int, export, format string) (err error) {
+	var out *bufio.Writer
+	if export != "" {
+		f, err := os.OpenFile(export, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		defer func() {
+			if ferr := out.Flush(); err == nil && ferr != nil {
+				err = fmt.Errorf("export: %w", ferr)
+			}
+			if cerr := f.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("export: %w", cerr)
+			}
+		}()
+		out = bufio.NewWriter(f)
+	}
+	fill := !d.Verdict.Opens && n > 0
+	if fill {
+		d.Records = nil
+	}
+	enc := json.NewEncoder(out)
+	var hdr [12]byte
+	rep, err := wal.Salvage(d.Dir, wal.Options{}, func(lsn wal.LSN, rec []byte) error {
+		if fill && len(d.Records) < n {
+			p := rec[:min(len(rec), 48)]
+			d.Records = append(d.Records, record{LSN: lsn, Length: len(rec), Payload: strconv.QuoteToASCII(string(p))})
+		}
+		if out == nil {
+			return nil
+		}
+		if format == "binary" {
+			binary.LittleEndian.PutUint64(hdr[:8], uint64(lsn))
+			binary.LittleEndian.PutUint32(hdr[8:], uint32(len(rec)))
+			if _, err := out.Write(hdr[:]); err != nil {
+				return err
+			}
+			_, err := out.Write(rec)
+			return err
+		}
+		return enc.Encode(struct {
+			LSN  wal.LSN `json:"lsn"`
+			Data []byte  `json:"data"`
+		}{lsn, rec})
+	})
+	if err != nil {
+		return err
+	}
+	d.Salvage = &salvage{StartLSN: rep.Start, StopLSN: rep.Stop, Records: rep.Records, Bytes: rep.Bytes,
+		Segment: rep.Segment, Offset: rep.Offset, Clean: rep.Clean, Damage: errString(rep.Damage), Notes: rep.Notes, Exported: export}
+	return nil
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -182,22 +184,171 @@ func TestDumpBadInput(t *testing.T) {
 // made waldump stop with exit status 2, "a usage error or a directory that
 // holds no log", and print no verdict, although Open fails on such a log
 // with ErrCorrupt (exit status 1). The file is now listed with why it could
-// not be inspected, and the verdict is printed.
+// not be inspected, and the verdict is printed. (Since issue 26 a file
+// with a good header is read only to the size its header records, so it is
+// inspected, and its size reported as the header's error.)
 func TestDumpUninspectableSegment(t *testing.T) {
 	dir, segs := newLog(t, 40, true)
 	require.Greater(t, len(segs), 2)
 	require.NoError(t, os.Truncate(segs[1], wal.MaxSegmentSize+8)) // sparse: no disk space used
 	code, out, errOut := dumpDir(dir)
 	require.Equal(t, 1, code, "stderr: %s", errOut)
-	require.Contains(t, out, "not inspected: ")
-	require.Contains(t, out, "larger than any segment")
+	require.Contains(t, out, "bad header: ")
+	require.Contains(t, out, "but was created with 4096: truncated or extended")
 	require.Contains(t, out, "verdict: Open would fail: the log is damaged: wal: corrupt segment "+filepath.Base(segs[1]))
+	// Salvage reads what the segment's created bytes and the next one hold.
+	require.Contains(t, out, "salvage: 40 records")
 
 	code, out, _ = dumpDir("-json", "-records", "5", dir)
 	require.Equal(t, 1, code)
 	var d dump
 	require.NoError(t, json.Unmarshal([]byte(out), &d))
 	require.Len(t, d.Segments, len(segs))
-	require.Contains(t, d.Segments[1].Error, "larger than any segment")
+	require.Contains(t, d.Segments[1].HeaderError, "created with 4096")
+	require.Empty(t, d.Segments[1].Error)
+	require.Positive(t, d.Segments[1].Records)
+	require.Len(t, d.Records, 5) // salvaged
 	require.True(t, d.Verdict.Corrupt)
+}
+
+// Issue 26: a byte flipped in a sealed segment. A default Open succeeds (it
+// trusts sealed segments by their link frames); full verification fails.
+// waldump prints both and says the exit status follows the second.
+func TestDumpDefaultOpenAndVerification(t *testing.T) {
+	dir, segs := newLog(t, 40, true)
+	b, err := os.ReadFile(segs[0])
+	require.NoError(t, err)
+	b[32+24+10] ^= 0x20
+	require.NoError(t, os.WriteFile(segs[0], b, 0o644))
+	code, out, _ := dumpDir(dir)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "default Open (sealed segments trusted by their link frames): would recover LSN 0 to ")
+	require.Contains(t, out, "verdict: Open would fail: the log is damaged")
+	require.Contains(t, out, "exit status: follows the verdict (Open with VerifyOnOpen")
+	require.Contains(t, out, "salvage: 0 records (0 bytes) readable, LSN 0 to 0; stopped at "+filepath.Base(segs[0])+" offset 64 at the first damage")
+
+	var d dump
+	code, out, _ = dumpDir("-json", dir)
+	require.Equal(t, 1, code)
+	require.NoError(t, json.Unmarshal([]byte(out), &d))
+	require.True(t, d.DefaultOpen.Opens)
+	require.False(t, d.Verdict.Opens)
+}
+
+// Issue 26: waldump opened with the default segment size, so the recycled
+// files a 64 KiB-segment log keeps were counted as temporary files Open
+// would remove; Open with the log's own size keeps them. And the "recycled
+// file" line was printed for fresh segments too.
+func TestDumpUsesTheLogsOwnSegmentSize(t *testing.T) {
+	dir := t.TempDir()
+	opts := wal.Options{SegmentSize: 64 << 10}
+	l, err := wal.Open(dir, opts)
+	require.NoError(t, err)
+	var last wal.LSN
+	for range 1200 {
+		last, err = l.Append(bytes.Repeat([]byte{'r'}, 300))
+		require.NoError(t, err)
+	}
+	_, err = l.RemoveBefore(last)
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	tmps, _ := filepath.Glob(filepath.Join(dir, "*.tmp"))
+	require.NotEmpty(t, tmps, "no recycled files kept")
+
+	l, err = wal.OpenReadOnly(dir, opts)
+	require.NoError(t, err)
+	want := l.Recovered().RemovedTemp
+	require.NoError(t, l.Close())
+
+	code, out, _ := dumpDir(dir)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, fmt.Sprintf("temporary files to remove %d ", want))
+	require.NotContains(t, out, "recycled file")
+
+	// A fresh segment with bytes after its end frame: no "recycled" line.
+	dir2, segs := newLog(t, 5, true)
+	b, err := os.ReadFile(segs[len(segs)-1])
+	require.NoError(t, err)
+	b[len(b)-1] = 0x55
+	require.NoError(t, os.WriteFile(segs[len(segs)-1], b, 0o644))
+	_, out, _ = dumpDir(dir2)
+	require.Regexp(t, `\n    [0-9]+ non-zero bytes after the frames\n`, out)
+}
+
+// Issue 26: -records N reads what can be read of a log Open refuses, and
+// -export writes every readable record, as JSON lines or binary.
+func TestDumpSalvageAndExport(t *testing.T) {
+	dir, segs := newLog(t, 40, true)
+	require.NoError(t, os.Remove(segs[1])) // a missing middle segment
+	code, out, _ := dumpDir("-records", "3", dir)
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "record lsn 0  length 200  \"aaaa")
+	require.Contains(t, out, "salvage: 17 records (3400 bytes) readable, LSN 0 to 3808; stopped at "+filepath.Base(segs[1])+" offset 0 at the first damage: wal: corrupt segment "+filepath.Base(segs[1])+" at offset 0: missing")
+
+	jl := filepath.Join(t.TempDir(), "out.jsonl")
+	code, out, _ = dumpDir("-export", jl, dir)
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "salvage: exported 17 records to "+jl)
+	lines := strings.Split(strings.TrimSpace(string(must(os.ReadFile(jl)))), "\n")
+	require.Len(t, lines, 17)
+	var r struct {
+		LSN  wal.LSN
+		Data []byte
+	}
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &r))
+	require.Equal(t, wal.LSN(224), r.LSN)
+	require.Equal(t, bytes.Repeat([]byte{'b'}, 200), r.Data)
+
+	bin := filepath.Join(t.TempDir(), "out.bin")
+	code, _, _ = dumpDir("-export", bin, "-export-format", "binary", dir)
+	require.Equal(t, 1, code)
+	bb := must(os.ReadFile(bin))
+	require.Len(t, bb, 17*(12+200))
+	require.Equal(t, uint64(224), binary.LittleEndian.Uint64(bb[212:]))
+	require.Equal(t, uint32(200), binary.LittleEndian.Uint32(bb[220:]))
+
+	// An existing file is not overwritten.
+	code, _, errOut := dumpDir("-export", bin, dir)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "file exists")
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// Issue 26: -repair is a dry run; -repair -apply repairs; then the log opens
+// with the records Salvage read, and the evidence is in the directory.
+func TestDumpRepair(t *testing.T) {
+	dir, segs := newLog(t, 40, true)
+	b, err := os.ReadFile(segs[1])
+	require.NoError(t, err)
+	b[64+24+10] ^= 0x20 // the first record of the second segment
+	require.NoError(t, os.WriteFile(segs[1], b, 0o644))
+	before := hashDir(t, dir)
+
+	code, out, errOut := dumpDir("-repair", dir)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "keeps: LSN 0 to 3808: 17 records")
+	require.Contains(t, out, "repair would: 1. copy the ")
+	require.Contains(t, out, "dry run: nothing was changed")
+	require.Equal(t, before, hashDir(t, dir), "a dry run changed the log")
+
+	code, out, errOut = dumpDir("-repair", "-apply", dir)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "repaired: Open accepts the log")
+	code, out, _ = dumpDir(dir)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "verdict: Open would recover LSN 0 to 3808")
+	require.Contains(t, out, "quarantined: 00000000000000003808-")
+
+	code, out, _ = dumpDir("-repair", dir)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "nothing to repair")
+
+	code, _, _ = dumpDir("-apply", dir) // -apply only with -repair
+	require.Equal(t, 2, code)
 }

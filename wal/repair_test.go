@@ -1,0 +1,248 @@
+package wal_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/durawal/durawal/wal"
+	"github.com/durawal/durawal/wal/vfs"
+)
+
+// memLog writes n 300-byte records to a log of 8 KiB segments on a new
+// MemFS and returns it, the records, their LSNs and the segment names.
+func memLog(t *testing.T, n int) (*vfs.MemFS, [][]byte, []wal.LSN, []string) {
+	t.Helper()
+	mem := vfs.NewMem()
+	l, err := wal.Open(logDir, wal.Options{FS: mem, SegmentSize: 8 << 10})
+	require.NoError(t, err)
+	var recs [][]byte
+	var lsns []wal.LSN
+	for i := range n {
+		rec := record(3, i, 300)
+		lsn, err := l.Append(rec)
+		require.NoError(t, err)
+		recs, lsns = append(recs, rec), append(lsns, lsn)
+	}
+	require.NoError(t, l.Close())
+	return mem, recs, lsns, segmentNames(t, mem)
+}
+
+func segmentNames(t *testing.T, fsys vfs.FS) []string {
+	t.Helper()
+	names, err := fsys.List(logDir)
+	require.NoError(t, err)
+	var segs []string
+	for _, n := range names {
+		if strings.HasSuffix(n, ".wal") {
+			segs = append(segs, n)
+		}
+	}
+	slices.Sort(segs)
+	return segs
+}
+
+// memFlip inverts the byte at off of the file name of the log on fsys.
+func memFlip(t *testing.T, fsys vfs.FS, name string, off int64) {
+	t.Helper()
+	f, err := fsys.OpenReadWrite(filepath.Join(logDir, name), vfs.Fdatasync)
+	require.NoError(t, err)
+	b := make([]byte, 1)
+	_, err = f.ReadAt(b, off)
+	require.NoError(t, err)
+	b[0] ^= 0xff
+	_, err = f.WriteAt(b, off)
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Close())
+}
+
+// evidenceBytes sums the sizes of the quarantine-named files of the log.
+func evidenceBytes(t *testing.T, fsys vfs.FS) (int64, []string) {
+	t.Helper()
+	d, err := wal.InspectDir(fsys, logDir)
+	require.NoError(t, err)
+	var n int64
+	var names []string
+	for _, q := range d.Quarantined {
+		n += q.Bytes
+		names = append(names, q.Name)
+	}
+	return n, names
+}
+
+// damages are the ways TestRepair damages a log of 8 KiB segments.
+var damages = []struct {
+	name   string
+	damage func(t *testing.T, fsys vfs.FS, segs []string)
+}{
+	{"flipped byte in a sealed segment", func(t *testing.T, fsys vfs.FS, segs []string) { memFlip(t, fsys, segs[1], 64+24+320*3+40) }},
+	{"missing middle segment", func(t *testing.T, fsys vfs.FS, segs []string) {
+		require.NoError(t, fsys.Remove(filepath.Join(logDir, segs[2])))
+	}},
+	{"last segment shortened in its padding", func(t *testing.T, fsys vfs.FS, segs []string) {
+		f, err := fsys.OpenReadWrite(filepath.Join(logDir, segs[len(segs)-1]), vfs.Fdatasync)
+		require.NoError(t, err)
+		require.NoError(t, f.Truncate(8<<10-100))
+		require.NoError(t, f.Sync())
+		require.NoError(t, f.Close())
+	}},
+	{"sealed segment extended", func(t *testing.T, fsys vfs.FS, segs []string) {
+		f, err := fsys.OpenReadWrite(filepath.Join(logDir, segs[1]), vfs.Fdatasync)
+		require.NoError(t, err)
+		_, err = f.WriteAt([]byte("extension"), 8<<10+10)
+		require.NoError(t, err)
+		require.NoError(t, f.Sync())
+		require.NoError(t, f.Close())
+	}},
+	{"sealed segment shortened into its frames", func(t *testing.T, fsys vfs.FS, segs []string) {
+		f, err := fsys.OpenReadWrite(filepath.Join(logDir, segs[1]), vfs.Fdatasync)
+		require.NoError(t, err)
+		require.NoError(t, f.Truncate(4000))
+		require.NoError(t, f.Sync())
+		require.NoError(t, f.Close())
+	}},
+	{"bad header of a sealed segment", func(t *testing.T, fsys vfs.FS, segs []string) { memFlip(t, fsys, segs[2], 3) }},
+}
+
+// TestRepair: for each kind of damage, Open fails; Repair makes a log Open
+// accepts, holding exactly what Salvage read before, and every byte it
+// dropped is in the evidence files.
+func TestRepair(t *testing.T) {
+	for _, dm := range damages {
+		t.Run(dm.name, func(t *testing.T) {
+			mem, recs, _, segs := memLog(t, 120)
+			require.Greater(t, len(segs), 4)
+			dm.damage(t, mem, segs)
+			opts := wal.Options{FS: mem, SegmentSize: 8 << 10, VerifyOnOpen: true}
+			_, err := wal.OpenReadOnly(logDir, opts)
+			require.ErrorIs(t, err, wal.ErrCorrupt)
+
+			var salvaged [][]byte
+			srep, err := wal.Salvage(logDir, opts, func(_ wal.LSN, rec []byte) error {
+				salvaged = append(salvaged, slices.Clone(rec))
+				return nil
+			})
+			require.NoError(t, err)
+			require.True(t, slices.EqualFunc(recs[:len(salvaged)], salvaged, bytes.Equal))
+
+			plan, err := wal.PlanRepair(logDir, opts)
+			require.NoError(t, err)
+			require.True(t, plan.Needed)
+			require.NotEmpty(t, plan.Steps)
+			before, _ := evidenceBytes(t, mem)
+			require.Zero(t, before, "PlanRepair changed the directory")
+
+			rep, err := wal.Repair(logDir, opts)
+			require.NoError(t, err)
+			require.True(t, rep.Needed)
+			require.Equal(t, srep.Stop, rep.LostFrom)
+			require.Equal(t, len(salvaged), rep.Kept.Records)
+			require.Equal(t, plan.Steps, rep.Steps)
+			n, names := evidenceBytes(t, mem)
+			require.Equal(t, rep.LostBytes, n)
+			require.ElementsMatch(t, rep.Evidence, names)
+			switch dm.name {
+			case "last segment shortened in its padding":
+				require.Equal(t, len(recs), len(salvaged), "a harmless shortening loses no record")
+				require.Zero(t, rep.LostBytes)
+			case "sealed segment extended":
+				require.Equal(t, len(recs), len(salvaged), "an extension loses no record")
+				require.Equal(t, int64(10+len("extension")), rep.LostBytes) // from the created size to the last non-zero byte
+			default:
+				require.Positive(t, rep.LostBytes)
+				require.Less(t, len(salvaged), len(recs))
+			}
+
+			_, got, _ := replay(t, mem, opts)
+			require.True(t, slices.EqualFunc(salvaged, got, bytes.Equal), "replayed %d records, salvaged %d", len(got), len(salvaged))
+
+			again, err := wal.Repair(logDir, opts)
+			require.NoError(t, err)
+			require.False(t, again.Needed)
+		})
+	}
+}
+
+// Repair refuses while a Log has the directory open.
+func TestRepairRefusesWhileLocked(t *testing.T) {
+	mem, _, _, segs := memLog(t, 120)
+	l, err := wal.Open(logDir, wal.Options{FS: mem, SegmentSize: 8 << 10})
+	require.NoError(t, err)
+	memFlip(t, mem, segs[1], 64+24+40)
+	_, err = wal.Repair(logDir, wal.Options{FS: mem})
+	require.ErrorIs(t, err, vfs.ErrLocked)
+	require.NoError(t, l.Close())
+	// A log on disk: another process's lock reads the same.
+	dir := t.TempDir()
+	l, err = wal.Open(dir, wal.Options{})
+	require.NoError(t, err)
+	_, err = wal.Repair(dir, wal.Options{})
+	require.ErrorIs(t, err, vfs.ErrLocked)
+	require.Contains(t, err.Error(), "held by this process")
+	require.NoError(t, l.Close())
+	_, err = os.Stat(dir)
+	require.NoError(t, err)
+}
+
+// TestRepairCrashEveryOp crashes Repair (power loss in several modes)
+// before every filesystem operation. Every image is either refused by Open
+// or holds exactly the prefix the repair keeps; a second Repair of every
+// image makes the log Open accepts with exactly that prefix, and no image
+// loses a dropped byte: the evidence files then hold at least as many bytes
+// as one uninterrupted repair drops.
+func TestRepairCrashEveryOp(t *testing.T) {
+	for _, dm := range damages {
+		t.Run(dm.name, func(t *testing.T) {
+			mem, recs, _, segs := memLog(t, 120)
+			dm.damage(t, mem, segs)
+			require.NoError(t, mem.SyncDir(logDir)) // the damage survives the power losses below
+			var salvaged int
+			_, err := wal.Salvage(logDir, wal.Options{FS: mem}, func(wal.LSN, []byte) error { salvaged++; return nil })
+			require.NoError(t, err)
+			want := recs[:salvaged]
+			plan, err := wal.PlanRepair(logDir, wal.Options{FS: mem})
+			require.NoError(t, err)
+
+			var mu sync.Mutex
+			type snap struct {
+				img  vfs.FS
+				what string
+			}
+			var snaps []snap
+			inj := vfs.InjectorFunc(func(op vfs.Op) error {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, m := range crashModesAt(op.Index) {
+					snaps = append(snaps, snap{mem.PowerLoss(m), fmt.Sprintf("before op %d (%s %s), %s", op.Index, op.Kind, op.Path, m)})
+				}
+				return nil
+			})
+			_, err = wal.Repair(logDir, wal.Options{FS: vfs.Inject(mem, inj)})
+			require.NoError(t, err)
+			snaps = append(snaps, snap{mem.PowerLoss(vfs.KeepAll()), "after"})
+			require.Greater(t, len(snaps), 8)
+			for _, s := range snaps {
+				opts := wal.Options{FS: s.img, SegmentSize: 8 << 10, VerifyOnOpen: true}
+				if l, err := wal.OpenReadOnly(logDir, opts); err == nil {
+					_, got := readAll(t, l, l.Recovered().FirstLSN)
+					require.NoError(t, l.Close())
+					require.True(t, slices.EqualFunc(want, got, bytes.Equal), "%s: Open accepts a log that is neither the damaged one nor the repaired one: %d records, want %d", s.what, len(got), len(want))
+				}
+				_, err := wal.Repair(logDir, opts)
+				require.NoError(t, err, s.what)
+				_, got, _ := replay(t, s.img, opts)
+				require.True(t, slices.EqualFunc(want, got, bytes.Equal), "%s: %d records, want %d", s.what, len(got), len(want))
+				n, _ := evidenceBytes(t, s.img)
+				require.GreaterOrEqual(t, n, plan.LostBytes, "%s: dropped bytes lost", s.what)
+			}
+		})
+	}
+}
