@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +71,9 @@ func TestQuick(t *testing.T) {
 	for _, a := range articles.All { // every article named in full in the header
 		assert.Contains(t, out, a.Cite())
 	}
-	assert.Equal(t, 1, strings.Count(out, "2,510"), "article 000's =0 + O_DIRECT figure appears once")
+	// Present as a whole number; not counted: a measured figure may be the
+	// same number (the test failed once on "2,510" in a measured cell).
+	assert.Regexp(t, `(^|[^0-9,])2,510([^0-9,]|$)`, out, "article 000's =0 + O_DIRECT figure")
 
 	var rep report
 	b, err := os.ReadFile(jsonPath)
