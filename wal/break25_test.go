@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
@@ -253,16 +254,16 @@ func TestBreak25RaftCrashEveryOp(t *testing.T) {
 		vfs.KeepRandomSubsetOfBlocks(512, 1), vfs.KeepRandomSubsetOfBlocks(512, 2), vfs.KeepRandomSubsetOfBlocks(4096, 3)}
 	for k := int64(1); ; k++ {
 		mem := vfs.NewMem()
-		reached := false
+		var reached atomic.Bool
 		inj := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
 			if op.Index >= k {
-				reached = true
+				reached.Store(true)
 				return errCrash25
 			}
 			return nil
 		}))
 		acked, cut, _ := raftWorkload(inj)
-		if !reached {
+		if !reached.Load() {
 			require.Greater(t, k, int64(60), "the workload runs fewer operations than expected")
 			t.Logf("%d crash points", k-1)
 			break
@@ -372,16 +373,16 @@ func TestBreak25LegacyCutCrashEveryOp(t *testing.T) {
 			for _, cutIdx := range []int{len(orig) - 2, len(orig) / 2} {
 				for k := int64(1); ; k++ {
 					mem := base.ProcessCrash()
-					reached := false
+					var reached atomic.Bool
 					inj := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
 						if op.Index >= k {
-							reached = true
+							reached.Store(true)
 							return errCrash25
 						}
 						return nil
 					}))
 					acked, cut := legacyCutWorkload(inj, orig, origRecs, cutIdx)
-					if !reached {
+					if !reached.Load() {
 						require.Greater(t, k, int64(20))
 						break
 					}

@@ -295,12 +295,12 @@ func (l *Log) recover() error {
 		l.writeSeg, l.appendSeg, l.next = s, s, end
 		l.planRepairTail(s, sc, end, proven)
 	}
-	if l.epoch.Known && LSN(l.epoch.Start) > l.next && l.recoverCut == noCutLSN {
-		// An epoch begins at the end of the log as it then was, after
-		// the frames before it were made durable: the log can end
-		// earlier only by a recorded cut (TruncateAfter records it before
-		// its epoch), or if its frames were lost or the record is not
-		// this log's (restored from a copy, damaged, hand-edited).
+	if last := l.writeSeg; l.epoch.Known && last != nil && l.recoverCut == noCutLSN && LSN(l.epoch.Start) > last.first+LSN(last.capacity()) {
+		// An epoch begins at the end of the log as it then was: a start
+		// beyond anything the segments can hold is not this log's
+		// record (restored from another copy, damaged, hand-edited).
+		// (A start past the frames found but inside the last segment is
+		// left to the epoch rule: a failed sync can lose frames.)
 		return &CorruptionError{Segment: epochName, Offset: 8,
 			Reason: fmt.Sprintf("%s records epoch %d from LSN %d, but the log's frames end at LSN %d", epochName, l.epoch.N, l.epoch.Start, l.next)}
 	}
