@@ -295,15 +295,6 @@ func (l *Log) recover() error {
 		l.writeSeg, l.appendSeg, l.next = s, s, end
 		l.planRepairTail(s, sc, end, proven)
 	}
-	if last := l.writeSeg; l.epoch.Known && last != nil && l.recoverCut == noCutLSN && LSN(l.epoch.Start) > last.first+LSN(last.capacity()) {
-		// An epoch begins at the end of the log as it then was: a start
-		// beyond anything the segments can hold is not this log's
-		// record (restored from another copy, damaged, hand-edited).
-		// (A start past the frames found but inside the last segment is
-		// left to the epoch rule: a failed sync can lose frames.)
-		return &CorruptionError{Segment: epochName, Offset: 8,
-			Reason: fmt.Sprintf("%s records epoch %d from LSN %d, but the log's frames end at LSN %d", epochName, l.epoch.N, l.epoch.Start, l.next)}
-	}
 	if !recorded && oldestVersion >= 2 && firsts[0] != 0 {
 		// A log is created at LSN 0, and only RemoveBefore moves its start,
 		// recording it first: both the record and the oldest segments are

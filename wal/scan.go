@@ -194,6 +194,16 @@ func (sc *frameScanner) frame(lsn LSN, ahead bool) (rec []byte, wm LSN, size int
 			Reason: fmt.Sprintf("the frame at LSN %d of %s was written in epoch %d (modulo 2^30), after epoch %d that %s records: the record is older than the log (restored from a copy?)",
 				lsn, sc.name, word>>2, sc.rule.N, epochName)}
 	}
+	if st == frameValid && ff.Version >= 6 && sc.rule.Known && uint64(lsn) < sc.rule.Start &&
+		binary.LittleEndian.Uint32(b[12:16]) == sc.rule.Word()<<2 {
+		word := binary.LittleEndian.Uint32(b[12:16])
+		// Frames of an epoch are written only from its start on: one of
+		// the recorded epoch before that start means the record is not
+		// this log's (a copy, damaged, hand-edited).
+		return nil, 0, 0, 0, frameStale, &CorruptionError{Segment: epochName, Offset: 8,
+			Reason: fmt.Sprintf("the frame at LSN %d of %s was written in epoch %d (modulo 2^30), which %s records as starting later, at LSN %d",
+				lsn, sc.name, word>>2, epochName, sc.rule.Start)}
+	}
 	if st == frameValid && !sc.rule.Admits(ff, uint64(lsn), binary.LittleEndian.Uint32(b[12:16])) {
 		st = frameStale
 	}
