@@ -1,12 +1,8 @@
 package wal
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"math"
-	"path/filepath"
 
 	"github.com/durawal/durawal/wal/internal/format"
 	"github.com/durawal/durawal/wal/vfs"
@@ -36,23 +32,14 @@ type epochRule = format.Epoch
 // an unknown rule and no error; a damaged one a *CorruptionError; a read
 // that fails the filesystem's error.
 func readEpoch(fsys vfs.FS, dir string) (epochRule, error) {
-	f, err := fsys.Open(filepath.Join(dir, epochName))
-	if errors.Is(err, fs.ErrNotExist) {
-		return epochRule{}, nil
+	b, present, _, err := readRecordFile(fsys, dir, epochName, format.EpochRecordSize)
+	if err != nil || !present {
+		return epochRule{}, err
 	}
-	if err != nil {
-		return epochRule{}, fmt.Errorf("wal: open: %w", err)
-	}
-	b := make([]byte, format.EpochRecordSize)
-	n, rerr := f.ReadAt(b, 0)
-	f.Close()
-	if n < len(b) && rerr != nil && !errors.Is(rerr, io.EOF) {
-		return epochRule{}, fmt.Errorf("wal: open: reading %s: %w", epochName, rerr)
-	}
-	e, ok := format.DecodeEpoch(b[:n])
+	e, ok := format.DecodeEpoch(b)
 	if !ok {
 		return epochRule{}, &CorruptionError{Segment: epochName, Offset: 0,
-			Reason: fmt.Sprintf("the epoch recorded in %s is damaged (%d bytes read)", epochName, n)}
+			Reason: fmt.Sprintf("the epoch recorded in %s is damaged (%d bytes read)", epochName, len(b))}
 	}
 	return e, nil
 }

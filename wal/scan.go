@@ -3,6 +3,7 @@ package wal
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/durawal/durawal/wal/internal/format"
 	"io"
 
 	"github.com/durawal/durawal/wal/vfs"
@@ -188,24 +189,15 @@ func (sc *frameScanner) frame(lsn LSN, ahead bool) (rec []byte, wm LSN, size int
 	if st == frameValid && off+size > sc.s.size {
 		st = frameShort // its padding is cut off (a file truncated to an odd size)
 	}
-	if st == frameValid && ff.Version >= 6 && sc.rule.Newer(binary.LittleEndian.Uint32(b[12:16])) {
-		word := binary.LittleEndian.Uint32(b[12:16])
-		return nil, 0, 0, 0, frameStale, &CorruptionError{Segment: epochName, Offset: 0,
-			Reason: fmt.Sprintf("the frame at LSN %d of %s was written in epoch %d (modulo 2^30), after epoch %d that %s records: the record is older than the log (restored from a copy?)",
-				lsn, sc.name, word>>2, sc.rule.N, epochName)}
-	}
-	if st == frameValid && ff.Version >= 6 && sc.rule.Known && uint64(lsn) < sc.rule.Start &&
-		binary.LittleEndian.Uint32(b[12:16]) == sc.rule.Word()<<2 {
-		word := binary.LittleEndian.Uint32(b[12:16])
-		// Frames of an epoch are written only from its start on: one of
-		// the recorded epoch before that start means the record is not
-		// this log's (a copy, damaged, hand-edited).
-		return nil, 0, 0, 0, frameStale, &CorruptionError{Segment: epochName, Offset: 8,
-			Reason: fmt.Sprintf("the frame at LSN %d of %s was written in epoch %d (modulo 2^30), which %s records as starting later, at LSN %d",
-				lsn, sc.name, word>>2, epochName, sc.rule.Start)}
-	}
-	if st == frameValid && !sc.rule.Admits(ff, uint64(lsn), binary.LittleEndian.Uint32(b[12:16])) {
-		st = frameStale
+	if st == frameValid {
+		word := format.KindWordOf(b)
+		if why, woff := sc.rule.Contradiction(ff, uint64(lsn), word); why != "" {
+			return nil, 0, 0, 0, frameStale, &CorruptionError{Segment: epochName, Offset: woff,
+				Reason: fmt.Sprintf("the frame at LSN %d of %s %s", lsn, sc.name, why)}
+		}
+		if !sc.rule.Admits(ff, uint64(lsn), word) {
+			st = frameStale
+		}
 	}
 	if st == frameValid {
 		flags = frameFlags(b)

@@ -309,26 +309,39 @@ func (l *Log) readLSNFile(name string) (lsn LSN, ok bool, err error) {
 // ok is false if there is no such file. A damaged record is a
 // *CorruptionError.
 func readLSNRecord(fsys vfs.FS, dir, name string) (lsn LSN, ok bool, err error) {
+	b, present, rerr, err := readRecordFile(fsys, dir, name, format.LSNRecordSize)
+	if err != nil || !present {
+		return 0, false, err
+	}
+	lsn64, ok := format.DecodeLSNRecord(b)
+	if !ok {
+		return 0, false, &CorruptionError{Segment: name, Offset: int64(len(b)),
+			Reason: fmt.Sprintf("the LSN recorded in %s is damaged (%d bytes read, %v)", name, len(b), rerr)}
+	}
+	return LSN(lsn64), true, nil
+}
+
+// readRecordFile reads up to size bytes of the small record file name in
+// dir (first-lsn, truncate-lsn, epoch). present is false, with no error, if
+// there is no such file. A read that fails before size bytes is the
+// filesystem's error, not damage (the record may be intact); a short file
+// is returned as read, with the end-of-file error in readErr, for the
+// caller's decoder to judge.
+func readRecordFile(fsys vfs.FS, dir, name string, size int) (b []byte, present bool, readErr, err error) {
 	f, err := fsys.Open(filepath.Join(dir, name))
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, false, nil
+		return nil, false, nil, nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("wal: open: %w", err)
+		return nil, false, nil, fmt.Errorf("wal: open: %w", err)
 	}
-	b := make([]byte, 16)
+	b = make([]byte, size)
 	n, rerr := f.ReadAt(b, 0)
 	f.Close()
 	if n < len(b) && rerr != nil && !errors.Is(rerr, io.EOF) {
-		// The filesystem's error, not damage: the record may be intact.
-		return 0, false, fmt.Errorf("wal: open: reading %s: %w", name, rerr)
+		return nil, false, nil, fmt.Errorf("wal: open: reading %s: %w", name, rerr)
 	}
-	lsn64, ok := format.DecodeLSNRecord(b[:n])
-	if !ok {
-		return 0, false, &CorruptionError{Segment: name, Offset: int64(n),
-			Reason: fmt.Sprintf("the LSN recorded in %s is damaged (%d bytes read, %v)", name, n, rerr)}
-	}
-	return LSN(lsn64), true, nil
+	return b[:n], true, rerr, nil
 }
 
 // finishTruncate plans the end of a TruncateAfter a crash interrupted: the

@@ -81,13 +81,29 @@ func (e Epoch) Admits(ff FrameFormat, lsn uint64, word uint32) bool {
 }
 
 // Newer reports whether the epoch recorded in the kind word word is later
-// than e's: ahead of it by less than half the 2^30 range. No frame of a
-// later epoch can exist while the record names an earlier one (the record is
-// made durable before any frame of its epoch), so one that does means the
-// record is older than the log: restored from a copy, or damaged.
+// than e's: ahead of it by less than half the 2^30 range.
 func (e Epoch) Newer(word uint32) bool {
 	d := (word>>2 - e.Word()) & (1<<EpochBits - 1)
 	return e.Known && d != 0 && d < 1<<(EpochBits-1)
+}
+
+// Contradiction says why a valid frame at lsn, of a segment of format ff,
+// with kind word word, cannot exist beside the record e, or returns "" if
+// it can. The record is made durable before any frame of its epoch, and
+// frames of an epoch are written only from its start on, so a frame of a
+// later epoch, or a record frame of e's epoch before e's start, means the
+// record is not the log's: restored from an older copy, damaged or edited.
+// off is the offset in the record file of the field it contradicts.
+func (e Epoch) Contradiction(ff FrameFormat, lsn uint64, word uint32) (why string, off int64) {
+	switch {
+	case !e.Known || ff.Version < 6:
+		return "", 0
+	case e.Newer(word):
+		return fmt.Sprintf("was written in epoch %d (modulo 2^30), after epoch %d that the record names: the record is older than the log (restored from a copy?)", word>>2, e.N), 0
+	case lsn < e.Start && word == e.Word()<<2:
+		return fmt.Sprintf("was written in epoch %d (modulo 2^30), which the record says starts later, at LSN %d", word>>2, e.Start), 8
+	}
+	return "", 0
 }
 
 // EncodeEpoch returns the epoch record of e.
