@@ -217,6 +217,13 @@ func (l *Log) openSegmentForRead(first LSN) (*readHandle, error) {
 		f.Close()
 		return nil, fmt.Errorf("reading the header of %s: %w", name, rerr)
 	}
+	if h, why, _ := decodeSegmentHeader(hdr[:max(n, 0)]); why == "" && LSN(h.First) != first {
+		// A log written by another process (a reader of OpenReadOnly)
+		// removed the segment and reused its file, as reused reports.
+		f.Close()
+		return nil, fmt.Errorf("wal: %s was removed by RemoveBefore and its file reused for the segment at LSN %d: %w",
+			name, h.First, fs.ErrNotExist)
+	}
 	if err := checkHeader(hdr[:max(n, 0)], name, first); err != nil {
 		f.Close()
 		return nil, err
