@@ -9,6 +9,7 @@ import (
 	"github.com/durawal/durawal/raftstore"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
 )
@@ -91,7 +92,7 @@ func TestStoreCrashImagesAtEveryOp(t *testing.T) {
 		}
 		return d, d
 	}
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		d, _ := span()
 		n := op.Index
 		var add []image
@@ -108,7 +109,7 @@ func TestStoreCrashImagesAtEveryOp(t *testing.T) {
 		mu.Unlock()
 		return nil
 	})
-	s := openStore(t, vfs.Inject(mem, inj))
+	s := openStore(t, faultfs.Inject(mem, inj))
 	for _, st := range steps {
 		inFlight.Store(true)
 		require.NoError(t, st.do(s), st.name)

@@ -14,6 +14,7 @@ import (
 	"github.com/durawal/durawal/raftstore"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
 )
@@ -149,7 +150,7 @@ func TestStableCrashImagesAtEveryOp(t *testing.T) {
 		return d, d
 	}
 	mem := vfs.NewMem()
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		d, _ := span()
 		n := op.Index
 		var add []image
@@ -166,7 +167,7 @@ func TestStableCrashImagesAtEveryOp(t *testing.T) {
 		mu.Unlock()
 		return nil
 	})
-	s := openStore(t, vfs.Inject(mem, inj))
+	s := openStore(t, faultfs.Inject(mem, inj))
 	for _, st := range steps {
 		inFlight.Store(true)
 		require.NoError(t, st.do(s), st.name)

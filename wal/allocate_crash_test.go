@@ -4,17 +4,19 @@ package wal_test
 
 import (
 	"fmt"
-	"github.com/stretchr/testify/require"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/durawal/durawal/internal/longtest"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 )
 
 // allocPolicies are the policies whose spares are allocated.
@@ -52,13 +54,13 @@ func TestPrepareBytesAfterFailedSync(t *testing.T) {
 		t.Run(pol.String(), func(t *testing.T) {
 			mem := vfs.NewMem()
 			var fired atomic.Bool
-			inj := vfs.InjectorFunc(func(op vfs.Op) error {
-				if op.Kind == vfs.OpSync && strings.Contains(op.Path, "/prepare-") && !strings.HasSuffix(op.Path, "prepare-1.wal.tmp") && fired.CompareAndSwap(false, true) {
+			inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+				if op.Kind == faultfs.OpSync && strings.Contains(op.Path, "/prepare-") && !strings.HasSuffix(op.Path, "prepare-1.wal.tmp") && fired.CompareAndSwap(false, true) {
 					return syscall.EIO
 				}
 				return nil
 			})
-			l, err := wal.Open(logDir, wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: segSize, Policy: pol})
+			l, err := wal.Open(logDir, wal.Options{FS: faultfs.Inject(mem, inj), SegmentSize: segSize, Policy: pol})
 			require.NoError(t, err)
 			var errs int
 			for i := range 300 {
@@ -86,13 +88,13 @@ func TestAllocateEIO(t *testing.T) {
 		t.Run(pol.String(), func(t *testing.T) {
 			mem := vfs.NewMem()
 			var n atomic.Int64
-			inj := vfs.InjectorFunc(func(op vfs.Op) error {
-				if op.Kind == vfs.OpAllocate && n.Add(1) == 2 {
+			inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+				if op.Kind == faultfs.OpAllocate && n.Add(1) == 2 {
 					return syscall.EIO
 				}
 				return nil
 			})
-			opts := wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 8 << 10, Policy: pol}
+			opts := wal.Options{FS: faultfs.Inject(mem, inj), SegmentSize: 8 << 10, Policy: pol}
 			l, err := wal.Open(logDir, opts)
 			require.NoError(t, err)
 			var lsns []wal.LSN
@@ -134,16 +136,16 @@ func requireNoTemp(t *testing.T, mem *vfs.MemFS) {
 // that sync must not leave the temporary file behind, as a failed
 // preparation's did not before the change.
 func TestOpenFirstSegmentSyncFails(t *testing.T) {
-	for _, kind := range []vfs.OpKind{vfs.OpSync, vfs.OpWrite} {
+	for _, kind := range []faultfs.OpKind{faultfs.OpSync, faultfs.OpWrite} {
 		t.Run(kind.String(), func(t *testing.T) {
 			mem := vfs.NewMem()
-			inj := vfs.InjectorFunc(func(op vfs.Op) error {
+			inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 				if op.Kind == kind && strings.Contains(op.Path, "/prepare-") {
 					return syscall.EIO
 				}
 				return nil
 			})
-			_, err := wal.Open(logDir, wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 8 << 10})
+			_, err := wal.Open(logDir, wal.Options{FS: faultfs.Inject(mem, inj), SegmentSize: 8 << 10})
 			require.ErrorIs(t, err, syscall.EIO)
 			requireNoTemp(t, mem)
 		})

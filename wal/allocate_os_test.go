@@ -14,6 +14,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -119,8 +120,8 @@ func TestAllocatedCountsMatchOS(t *testing.T) {
 	for _, m := range vfs.SyncMethods() {
 		for pi, pol := range []policy.Policy{allocPolicies[0], allocPolicies[1], policy.SyncEveryCommit()} {
 			t.Run(fmt.Sprintf("%v/%s", m, pol), func(t *testing.T) {
-				var c vfs.Counter
-				opts := wal.Options{FS: vfs.Inject(vfs.OS(), &c), SegmentSize: 64 << 10, Policy: pol, SyncMethod: m}
+				var c faultfs.Counter
+				opts := wal.Options{FS: faultfs.Inject(vfs.OS(), &c), SegmentSize: 64 << 10, Policy: pol, SyncMethod: m}
 				l, err := wal.Open(fmt.Sprintf("%s/%d-%d", base, m, pi), opts)
 				if errors.Is(err, vfs.ErrSyncMethodUnsupported) {
 					t.Skip(err)
@@ -132,9 +133,9 @@ func TestAllocatedCountsMatchOS(t *testing.T) {
 				}
 				require.NoError(t, l.Close())
 				st := l.Stats()
-				require.Equal(t, c.Count(vfs.OpSync), int64(st.Fsyncs), "Fsyncs == sync calls")
-				require.Equal(t, c.Count(vfs.OpSyncDir), int64(st.DirSyncs))
-				require.Equal(t, c.Count(vfs.OpAllocate), int64(st.Prepare.Allocated), "%+v", st.Prepare)
+				require.Equal(t, c.Count(faultfs.OpSync), int64(st.Fsyncs), "Fsyncs == sync calls")
+				require.Equal(t, c.Count(faultfs.OpSyncDir), int64(st.DirSyncs))
+				require.Equal(t, c.Count(faultfs.OpAllocate), int64(st.Prepare.Allocated), "%+v", st.Prepare)
 				want := uint64(1)
 				if m.WriteThrough() {
 					want = 0

@@ -13,6 +13,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -126,13 +127,13 @@ func TestOpenAllocateFails(t *testing.T) {
 	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EIO} {
 		t.Run(errno.Error(), func(t *testing.T) {
 			mem := vfs.NewMem()
-			inj := vfs.InjectorFunc(func(op vfs.Op) error {
-				if op.Kind == vfs.OpAllocate {
+			inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+				if op.Kind == faultfs.OpAllocate {
 					return errno
 				}
 				return nil
 			})
-			_, err := wal.Open(logDir, wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 8 << 10})
+			_, err := wal.Open(logDir, wal.Options{FS: faultfs.Inject(mem, inj), SegmentSize: 8 << 10})
 			require.ErrorIs(t, err, errno)
 			if errno == syscall.ENOSPC {
 				require.ErrorIs(t, err, wal.ErrNoSpace)

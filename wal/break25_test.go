@@ -14,6 +14,7 @@ import (
 
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 )
 
 // epochRecord builds a well-formed epoch file: [0:8) n, [8:16) start,
@@ -255,7 +256,7 @@ func TestBreak25RaftCrashEveryOp(t *testing.T) {
 	for k := int64(1); ; k++ {
 		mem := vfs.NewMem()
 		var reached atomic.Bool
-		inj := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+		inj := faultfs.Inject(mem, faultfs.InjectorFunc(func(op faultfs.Op) error {
 			if op.Index >= k {
 				reached.Store(true)
 				return errCrash25
@@ -284,7 +285,7 @@ func TestBreak25RaftCrashEveryOp(t *testing.T) {
 		for j := int64(1); j < 400; j++ {
 			img := base.ProcessCrash()
 			hit := false
-			inj2 := vfs.Inject(img, vfs.InjectorFunc(func(op vfs.Op) error {
+			inj2 := faultfs.Inject(img, faultfs.InjectorFunc(func(op faultfs.Op) error {
 				if op.Index >= j {
 					hit = true
 					return errCrash25
@@ -374,7 +375,7 @@ func TestBreak25LegacyCutCrashEveryOp(t *testing.T) {
 				for k := int64(1); ; k++ {
 					mem := base.ProcessCrash()
 					var reached atomic.Bool
-					inj := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+					inj := faultfs.Inject(mem, faultfs.InjectorFunc(func(op faultfs.Op) error {
 						if op.Index >= k {
 							reached.Store(true)
 							return errCrash25

@@ -10,6 +10,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -29,18 +30,18 @@ type holder struct {
 	minLen int
 }
 
-func (h *holder) inj() vfs.Injector {
-	return vfs.InjectorFunc(func(op vfs.Op) error {
+func (h *holder) inj() faultfs.Injector {
+	return faultfs.InjectorFunc(func(op faultfs.Op) error {
 		minLen := h.minLen
 		if minLen == 0 {
 			minLen = 1024
 		}
-		if op.Kind == vfs.OpWrite && strings.Contains(op.Path, ".wal") && op.Len > minLen && h.hold.Load() {
+		if op.Kind == faultfs.OpWrite && strings.Contains(op.Path, ".wal") && op.Len > minLen && h.hold.Load() {
 			h.heldPath.CompareAndSwap(nil, &op.Path)
 			h.held.Add(1)
 			<-h.release
 		}
-		if hp := h.heldPath.Load(); op.Kind == vfs.OpWrite && hp != nil && op.Path == *hp {
+		if hp := h.heldPath.Load(); op.Kind == faultfs.OpWrite && hp != nil && op.Path == *hp {
 			if p := h.fail.Load(); p != nil {
 				return *p
 			}
@@ -57,7 +58,7 @@ func TestBufferFullWaitsCountsEveryWaitingAppend(t *testing.T) {
 	const bufSize = 4 << 10
 	h := &holder{release: make(chan struct{})}
 	mem := vfs.NewMem()
-	l := openLog(t, vfs.Inject(mem, h.inj()), wal.Options{BufferSize: bufSize,
+	l := openLog(t, faultfs.Inject(mem, h.inj()), wal.Options{BufferSize: bufSize,
 		Policy: policy.BufferedInterval(time.Hour, time.Hour)})
 	h.hold.Store(true)
 	for l.AppendedLSN() < bufSize+bufSize/2 {

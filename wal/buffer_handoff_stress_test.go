@@ -16,6 +16,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -188,7 +189,7 @@ func TestWriteFailsWhileHandoffPending(t *testing.T) {
 			h := &holder{release: make(chan struct{}), minLen: 64}
 			base := runtime.NumGoroutine()
 			mem := vfs.NewMem()
-			l := openLog(t, vfs.Inject(mem, h.inj()), wal.Options{BufferSize: bufSize, Policy: pol, SegmentSize: 8 << 20}) // no segment preparer writes before the hold
+			l := openLog(t, faultfs.Inject(mem, h.inj()), wal.Options{BufferSize: bufSize, Policy: pol, SegmentSize: 8 << 20}) // no segment preparer writes before the hold
 			h.hold.Store(true)
 			const n = 16
 			errs := make(chan error, n*100)
@@ -208,7 +209,7 @@ func TestWriteFailsWhileHandoffPending(t *testing.T) {
 			}
 			require.Eventually(t, func() bool { return h.held.Load() >= 1 }, 5*time.Second, time.Millisecond)
 			time.Sleep(30 * time.Millisecond)
-			e := error(vfs.ErrInjected)
+			e := error(faultfs.ErrInjected)
 			h.fail.Store(&e)
 			h.hold.Store(false)
 			close(h.release)
@@ -234,7 +235,7 @@ func TestCloseWhileHandoffPending(t *testing.T) {
 	const bufSize = 4 << 10
 	h := &holder{release: make(chan struct{})}
 	mem := vfs.NewMem()
-	l := openLog(t, vfs.Inject(mem, h.inj()), wal.Options{BufferSize: bufSize, Policy: policy.BufferedInterval(time.Hour, time.Hour), SegmentSize: 8 << 20})
+	l := openLog(t, faultfs.Inject(mem, h.inj()), wal.Options{BufferSize: bufSize, Policy: policy.BufferedInterval(time.Hour, time.Hour), SegmentSize: 8 << 20})
 	h.hold.Store(true)
 	var ok sync.Map
 	var wg sync.WaitGroup
@@ -369,13 +370,13 @@ func TestSyncFailsWhileHandoffPending(t *testing.T) {
 		t.Run(fmt.Sprint(bs), func(t *testing.T) {
 			var fail atomic.Bool
 			var syncs atomic.Int64
-			inj := vfs.InjectorFunc(func(op vfs.Op) error {
-				if op.Kind == vfs.OpSync && strings.Contains(op.Path, ".wal") {
+			inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+				if op.Kind == faultfs.OpSync && strings.Contains(op.Path, ".wal") {
 					if syncs.Add(1) > 40 {
 						fail.Store(true)
 					}
 					if fail.Load() {
-						return vfs.ErrInjected
+						return faultfs.ErrInjected
 					}
 				}
 				return nil
@@ -384,7 +385,7 @@ func TestSyncFailsWhileHandoffPending(t *testing.T) {
 			mem := vfs.NewMem()
 			opts := wal.Options{BufferSize: bs, Policy: policy.SyncEveryCommit()}
 			opts.GroupCommit.Delay = 200 * time.Microsecond
-			l := openLog(t, vfs.Inject(mem, inj), opts)
+			l := openLog(t, faultfs.Inject(mem, inj), opts)
 			var wg sync.WaitGroup
 			for g := range 8 {
 				wg.Add(1)
@@ -442,7 +443,7 @@ func TestBatchContextEndsDuringHandoffWait(t *testing.T) {
 	const bufSize = 4 << 10
 	h := &holder{release: make(chan struct{})}
 	mem := vfs.NewMem()
-	l := openLog(t, vfs.Inject(mem, h.inj()), wal.Options{BufferSize: bufSize, Policy: policy.BufferedInterval(time.Hour, time.Hour)})
+	l := openLog(t, faultfs.Inject(mem, h.inj()), wal.Options{BufferSize: bufSize, Policy: policy.BufferedInterval(time.Hour, time.Hour)})
 	h.hold.Store(true)
 	for l.AppendedLSN() < bufSize+bufSize/2 {
 		_, err := l.Append(payload(0, 200))

@@ -11,6 +11,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -28,14 +29,14 @@ func TestBufferFullHandsOffTheWrite(t *testing.T) {
 	var hold atomic.Bool
 	release := make(chan struct{})
 	var held atomic.Int64
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if hold.Load() && op.Kind == vfs.OpWrite && strings.Contains(op.Path, ".wal") && op.Len > 1024 {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if hold.Load() && op.Kind == faultfs.OpWrite && strings.Contains(op.Path, ".wal") && op.Len > 1024 {
 			held.Add(1)
 			<-release
 		}
 		return nil
 	})
-	opts := wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 64 << 10, BufferSize: bufSize,
+	opts := wal.Options{FS: faultfs.Inject(mem, inj), SegmentSize: 64 << 10, BufferSize: bufSize,
 		Policy: policy.BufferedInterval(time.Hour, time.Hour)} // no background write: only full halves are written
 	l, err := wal.Open(faultDir, opts)
 	require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 )
 
 // TestCloseChaos: many goroutines use the log while one fault
@@ -52,26 +53,26 @@ func chaosRun(t *testing.T, seed int, rng *rand.Rand, pol policy.Policy, method 
 	var armed atomic.Bool
 	var ops atomic.Int64
 	failAt := int64(5 + rng.Intn(120))
-	failKind := []vfs.OpKind{vfs.OpWrite, vfs.OpSync, vfs.OpSyncDir, vfs.OpRename}[rng.Intn(4)]
-	if method.WriteThrough() && failKind == vfs.OpSync {
-		failKind = vfs.OpWrite
+	failKind := []faultfs.OpKind{faultfs.OpWrite, faultfs.OpSync, faultfs.OpSyncDir, faultfs.OpRename}[rng.Intn(4)]
+	if method.WriteThrough() && failKind == faultfs.OpSync {
+		failKind = faultfs.OpWrite
 	}
 	var fired atomic.Bool
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		if !armed.Load() {
 			return nil
 		}
-		if op.Kind == vfs.OpWrite || op.Kind == vfs.OpSync {
+		if op.Kind == faultfs.OpWrite || op.Kind == faultfs.OpSync {
 			if n := ops.Add(1); n%7 == 0 {
 				time.Sleep(time.Duration(n%5) * 50 * time.Microsecond)
 			}
 		}
 		if op.Kind == failKind && ops.Load() >= failAt && fired.CompareAndSwap(false, true) {
-			return vfs.ErrInjected
+			return faultfs.ErrInjected
 		}
 		return nil
 	})
-	ofs := newOpenFS(vfs.Inject(vfs.NewMem(), inj))
+	ofs := newOpenFS(faultfs.Inject(vfs.NewMem(), inj))
 	opts := wal.Options{SegmentSize: 16 << 10, BufferSize: 4 << 10, Policy: pol, SyncMethod: method, RecycleSegments: 2}
 	opts.FS = ofs
 	l, err := wal.Open(logDir, opts)

@@ -9,6 +9,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -27,20 +28,20 @@ func TestCloseWaitsForTheHandedOffWrite(t *testing.T) {
 	var armed, failSync atomic.Bool
 	var held atomic.Int64
 	release := make(chan struct{})
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		if !armed.Load() {
-			if op.Kind == vfs.OpWrite && strings.Contains(op.Path, ".wal") {
+			if op.Kind == faultfs.OpWrite && strings.Contains(op.Path, ".wal") {
 				first.Store(op.Path) // the path the first segment was opened with
 			}
 			return nil
 		}
-		if op.Kind == vfs.OpSync && strings.Contains(op.Path, ".wal") && failSync.Load() {
-			return vfs.ErrInjected
+		if op.Kind == faultfs.OpSync && strings.Contains(op.Path, ".wal") && failSync.Load() {
+			return faultfs.ErrInjected
 		}
-		if op.Kind == vfs.OpWrite && strings.Contains(op.Path, ".wal") && op.Path != first.Load().(string) && op.Offset < 32 {
+		if op.Kind == faultfs.OpWrite && strings.Contains(op.Path, ".wal") && op.Path != first.Load().(string) && op.Offset < 32 {
 			failSync.Store(true) // the roll's header write: from here on, the seal's sync fails
 		}
-		if op.Kind == vfs.OpWrite && strings.Contains(op.Path, ".wal") && op.Path != first.Load().(string) && op.Offset >= 32 && held.Load() == 0 {
+		if op.Kind == faultfs.OpWrite && strings.Contains(op.Path, ".wal") && op.Path != first.Load().(string) && op.Offset >= 32 && held.Load() == 0 {
 			// The frames after the roll, in the new segment: the write
 			// is held while the roll's seal fails and poisons the log.
 			held.Add(1)
@@ -48,7 +49,7 @@ func TestCloseWaitsForTheHandedOffWrite(t *testing.T) {
 		}
 		return nil
 	})
-	l := openLog(t, vfs.Inject(mem, inj), wal.Options{SegmentSize: 64 << 10, BufferSize: bufSize,
+	l := openLog(t, faultfs.Inject(mem, inj), wal.Options{SegmentSize: 64 << 10, BufferSize: bufSize,
 		Policy: policy.BufferedInterval(time.Hour, time.Hour)})
 	require.Len(t, segments(t, mem), 1)
 
@@ -117,28 +118,28 @@ func TestCloseWaitsForAUserLedFlush(t *testing.T) {
 	var armed, failSync, closedUnderWrite atomic.Bool
 	var held atomic.Int64 // 1 while the write is held, 2 once released
 	release := make(chan struct{})
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		if !armed.Load() {
-			if op.Kind == vfs.OpWrite && strings.Contains(op.Path, ".wal") {
+			if op.Kind == faultfs.OpWrite && strings.Contains(op.Path, ".wal") {
 				first.CompareAndSwap("", op.Path) // not the spare's zero-fill, later
 			}
 			return nil
 		}
 		second := strings.Contains(op.Path, ".wal") && op.Path != first.Load().(string)
 		switch {
-		case op.Kind == vfs.OpSync && second && failSync.Load():
-			return vfs.ErrInjected
-		case op.Kind == vfs.OpWrite && second && op.Offset < 32:
+		case op.Kind == faultfs.OpSync && second && failSync.Load():
+			return faultfs.ErrInjected
+		case op.Kind == faultfs.OpWrite && second && op.Offset < 32:
 			failSync.Store(true) // the roll's header write: from here on, the seal's syncs fail
-		case op.Kind == vfs.OpWrite && second && held.CompareAndSwap(0, 1):
+		case op.Kind == faultfs.OpWrite && second && held.CompareAndSwap(0, 1):
 			<-release // the rolling append's frame, in the new segment
 			held.Store(2)
-		case op.Kind == vfs.OpClose && second && held.Load() == 1:
+		case op.Kind == faultfs.OpClose && second && held.Load() == 1:
 			closedUnderWrite.Store(true)
 		}
 		return nil
 	})
-	l := openLog(t, vfs.Inject(mem, inj), wal.Options{SegmentSize: 16 << 10, Policy: policy.SyncInterval(time.Hour)})
+	l := openLog(t, faultfs.Inject(mem, inj), wal.Options{SegmentSize: 16 << 10, Policy: policy.SyncInterval(time.Hour)})
 	// The spare is ready (prepared before the injector arms): the roll
 	// needs no preparation, whose writes and sync would meet the faults.
 	fillToSpare(t, l)

@@ -10,6 +10,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -110,13 +111,13 @@ func TestAppendWithDoneContextAppendsNothing(t *testing.T) {
 func TestOpenSyncsParentOfCreatedDir(t *testing.T) {
 	mem := vfs.NewMem()
 	var synced []string
-	rec := vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSyncDir {
+	rec := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSyncDir {
 			synced = append(synced, op.Path)
 		}
 		return nil
 	})
-	fsys := vfs.Inject(mem, rec)
+	fsys := faultfs.Inject(mem, rec)
 	l, err := wal.Open("/a/b/log", wal.Options{FS: fsys, SegmentSize: testSegmentSize})
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(synced), 3)
@@ -135,8 +136,8 @@ func TestOpenSyncsParentOfCreatedDir(t *testing.T) {
 // parent fails Open with that error.
 func TestOpenFailsWhenParentDirSyncFails(t *testing.T) {
 	eio := errors.New("injected EIO")
-	fsys := vfs.Inject(vfs.NewMem(), vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSyncDir && op.Path == "/" {
+	fsys := faultfs.Inject(vfs.NewMem(), faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSyncDir && op.Path == "/" {
 			return eio
 		}
 		return nil

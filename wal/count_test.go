@@ -31,6 +31,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -189,10 +190,10 @@ func TestCountIntervalPolicies(t *testing.T) {
 // TestCountMatchesOSSyscalls checks Stats().Fsyncs and DirSyncs against
 // the system calls counted below the log on the real filesystem.
 func TestCountMatchesOSSyscalls(t *testing.T) {
-	var c vfs.Counter
+	var c faultfs.Counter
 	const segSize = 64 << 10
 	const n = 600 // 600 frames of 128 bytes in 64 KiB segments: 1 roll
-	l, err := wal.Open(t.TempDir(), wal.Options{FS: vfs.Inject(vfs.OS(), &c), SegmentSize: segSize})
+	l, err := wal.Open(t.TempDir(), wal.Options{FS: faultfs.Inject(vfs.OS(), &c), SegmentSize: segSize})
 	require.NoError(t, err)
 	rec := payload(0, countRecord)
 	for range n {
@@ -204,7 +205,7 @@ func TestCountMatchesOSSyscalls(t *testing.T) {
 	rolls, preps := expectedRolls(n, segSize)
 	require.Equal(t, uint64(rolls), st.Rolls)
 	checkRollSyncs(t, st.Fsyncs, uint64(3+n+preps+1), rolls)
-	require.Equal(t, c.Count(vfs.OpSync), int64(st.Fsyncs), "Fsyncs == fdatasync calls")
-	require.Equal(t, c.Count(vfs.OpSyncDir), int64(st.DirSyncs), "DirSyncs == directory fsync calls")
+	require.Equal(t, c.Count(faultfs.OpSync), int64(st.Fsyncs), "Fsyncs == fdatasync calls")
+	require.Equal(t, c.Count(faultfs.OpSyncDir), int64(st.DirSyncs), "DirSyncs == directory fsync calls")
 	t.Logf("real disk: %d commits, %d fdatasync, %d dir fsync, fsync max %v", st.Commits, st.Fsyncs, st.DirSyncs, st.FsyncMaxDuration)
 }

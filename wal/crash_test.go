@@ -18,6 +18,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -467,13 +468,13 @@ func checkFailedLog(t *testing.T, l *wal.Log, err error) {
 }
 
 // failNth returns an injector that fails the n-th filesystem operation
-// with vfs.ErrInjected, and whether it has.
-func failNth(n int64) (vfs.Injector, *atomic.Bool) {
+// with faultfs.ErrInjected, and whether it has.
+func failNth(n int64) (faultfs.Injector, *atomic.Bool) {
 	fired := new(atomic.Bool)
-	return vfs.InjectorFunc(func(op vfs.Op) error {
+	return faultfs.InjectorFunc(func(op faultfs.Op) error {
 		if op.Index == n {
 			fired.Store(true)
-			return vfs.ErrInjected
+			return faultfs.ErrInjected
 		}
 		return nil
 	}), fired
@@ -507,7 +508,7 @@ func crashAfterEveryOp(t *testing.T, pol policy.Policy, workload workloadFunc, w
 		mem := vfs.NewMem()
 		inj, fired := failNth(n)
 		h := &history{}
-		done := workload(t, vfs.Inject(mem, inj), opts, h)
+		done := workload(t, faultfs.Inject(mem, inj), opts, h)
 		what := fmt.Sprintf("%s, op %d failed", pol, n)
 		checkRecovered(t, mem.PowerLoss(vfs.DropAll()), opts, h, false, what)
 		if done && !fired.Load() {
@@ -554,7 +555,7 @@ func crashImagesAtEveryOp(t *testing.T, opts wal.Options, workload workloadFunc)
 	var mu sync.Mutex
 	var snaps []snapshot
 	var counts [32]int
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		st := h.state()
 		n := op.Index
 		modes := []vfs.CrashMode{vfs.DropAll(), vfs.KeepAll(), vfs.TearAtSector(n),
@@ -579,9 +580,9 @@ func crashImagesAtEveryOp(t *testing.T, opts wal.Options, workload workloadFunc)
 		mu.Unlock()
 		return nil
 	})
-	require.True(t, workload(t, vfs.Inject(mem, inj), opts, h))
-	require.Positive(t, counts[vfs.OpRename], "the workload rolls segments")
-	require.Positive(t, counts[vfs.OpRemove], "the workload removes segments")
+	require.True(t, workload(t, faultfs.Inject(mem, inj), opts, h))
+	require.Positive(t, counts[faultfs.OpRename], "the workload rolls segments")
+	require.Positive(t, counts[faultfs.OpRemove], "the workload removes segments")
 	for _, s := range snaps {
 		s.h.recs, s.h.lsns = h.recs, h.lsns // what may have reached the image
 		checkRecovered(t, s.img, opts, s.h, false, s.what)
@@ -589,7 +590,7 @@ func crashImagesAtEveryOp(t *testing.T, opts wal.Options, workload workloadFunc)
 			return
 		}
 	}
-	t.Logf("%d crash images, %d renames, %d removes", len(snaps), counts[vfs.OpRename], counts[vfs.OpRemove])
+	t.Logf("%d crash images, %d renames, %d removes", len(snaps), counts[faultfs.OpRename], counts[faultfs.OpRemove])
 }
 
 // TestProcessCrashThenPowerLoss: a process crash leaves written but

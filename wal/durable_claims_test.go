@@ -14,6 +14,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -44,12 +45,12 @@ func TestSyncEveryOneCommitWokenBySealBeforeItsSync(t *testing.T) {
 		firstWrites atomic.Int32
 	)
 	seg0 := "/00000000000000000000.wal"
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		if !armed.Load() {
 			return nil
 		}
 		switch op.Kind {
-		case vfs.OpWrite:
+		case faultfs.OpWrite:
 			if firstWrites.Add(1) == 1 { // A0's frame write
 				a0Once.Do(func() { close(a0Held) })
 				<-releaseA0
@@ -63,10 +64,10 @@ func TestSyncEveryOneCommitWokenBySealBeforeItsSync(t *testing.T) {
 				case <-time.After(5 * time.Second):
 				}
 			}
-		case vfs.OpRename:
+		case faultfs.OpRename:
 			p := op.Path
 			succPath.CompareAndSwap(nil, &p)
-		case vfs.OpSync:
+		case faultfs.OpSync:
 			if strings.HasSuffix(op.Path, seg0) { // the link's sync (a handle opened by name)
 				linkOnce.Do(func() { close(linkSync) })
 				l := logp.Load()
@@ -86,7 +87,7 @@ func TestSyncEveryOneCommitWokenBySealBeforeItsSync(t *testing.T) {
 				for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 					if doneCount.Load() > 0 {
 						failedSync.Store(true)
-						return vfs.ErrInjected
+						return faultfs.ErrInjected
 					}
 				}
 			}
@@ -94,7 +95,7 @@ func TestSyncEveryOneCommitWokenBySealBeforeItsSync(t *testing.T) {
 		return nil
 	})
 	mem := vfs.NewMem()
-	l := openLog(t, vfs.Inject(mem, inj), wal.Options{SegmentSize: segSize, Policy: policy.SyncEveryN(1)})
+	l := openLog(t, faultfs.Inject(mem, inj), wal.Options{SegmentSize: segSize, Policy: policy.SyncEveryN(1)})
 	logp.Store(l)
 	defer l.Close()
 	for i := 0; room-int64(l.AppendedLSN()) > 1000; i++ {

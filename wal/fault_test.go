@@ -18,6 +18,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -156,13 +157,13 @@ func TestFaultBackgroundSyncEIO(t *testing.T) {
 // TestFaultEINTRRetried is §7.5 property 4: EINTR from a file sync or a
 // directory sync is retried and reaches no caller.
 func TestFaultEINTRRetried(t *testing.T) {
-	for _, kind := range []vfs.OpKind{vfs.OpSync, vfs.OpSyncDir} {
+	for _, kind := range []faultfs.OpKind{faultfs.OpSync, faultfs.OpSyncDir} {
 		for nth := 1; nth <= 6; nth++ {
 			t.Run(fmt.Sprintf("%s#%d", kind, nth), func(t *testing.T) {
 				mem := vfs.NewMem()
-				inj := vfs.Counted(vfs.Nth(kind, nth, syscall.EINTR))
+				inj := faultfs.Counted(faultfs.Nth(kind, nth, syscall.EINTR))
 				// Small segments, so the directory syncs of rolls come by.
-				opts := wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 8 << 10}
+				opts := wal.Options{FS: faultfs.Inject(mem, inj), SegmentSize: 8 << 10}
 				l, err := wal.Open(faultDir, opts)
 				require.NoError(t, err)
 				var j journal
@@ -188,19 +189,19 @@ func TestFaultEINTRRetried(t *testing.T) {
 // "zerofill" its zero-filling write is short with ENOSPC, in mode
 // "allocate" its allocation (fallocate) fails with ENOSPC. Writes into
 // existing (preallocated) segments never fail, as on a real filesystem.
-func noSpaceInjector(mode string, segSize int64, full *atomic.Bool, fired *atomic.Int64) vfs.Injector {
-	return vfs.InjectorFunc(func(op vfs.Op) error {
+func noSpaceInjector(mode string, segSize int64, full *atomic.Bool, fired *atomic.Int64) faultfs.Injector {
+	return faultfs.InjectorFunc(func(op faultfs.Op) error {
 		if !full.Load() || !strings.HasSuffix(op.Path, ".wal.tmp") {
 			return nil
 		}
 		switch {
-		case mode == "create" && op.Kind == vfs.OpCreate:
+		case mode == "create" && op.Kind == faultfs.OpCreate:
 			fired.Add(1)
 			return syscall.ENOSPC
-		case mode == "zerofill" && op.Kind == vfs.OpWrite && op.Offset == 0 && int64(op.Len) == segSize:
+		case mode == "zerofill" && op.Kind == faultfs.OpWrite && op.Offset == 0 && int64(op.Len) == segSize:
 			fired.Add(1)
-			return &vfs.ShortOp{Keep: op.Len / 2, Err: syscall.ENOSPC}
-		case mode == "allocate" && op.Kind == vfs.OpAllocate:
+			return &faultfs.ShortOp{Keep: op.Len / 2, Err: syscall.ENOSPC}
+		case mode == "allocate" && op.Kind == faultfs.OpAllocate:
 			fired.Add(1)
 			return syscall.ENOSPC
 		}
@@ -222,7 +223,7 @@ func TestFaultNoSpaceAtSegmentCreation(t *testing.T) {
 			mem := vfs.NewMem()
 			var full atomic.Bool
 			var fired atomic.Int64
-			opts := wal.Options{FS: vfs.Inject(mem, noSpaceInjector(mode, segSize, &full, &fired)),
+			opts := wal.Options{FS: faultfs.Inject(mem, noSpaceInjector(mode, segSize, &full, &fired)),
 				SegmentSize: segSize, NoSpaceTimeout: timeout}
 			if mode == "allocate" {
 				opts.Policy = policy.BufferedInterval(time.Millisecond, time.Millisecond)
@@ -293,8 +294,8 @@ func TestFaultShortWriteThenError(t *testing.T) {
 			var failed atomic.Bool
 			var writesAfter atomic.Int64
 			keepFrac := rng.Float64()
-			inj := vfs.InjectorFunc(func(op vfs.Op) error {
-				if op.Kind != vfs.OpWrite || op.Offset < 32 { // segment frames only, not zero-fill or headers
+			inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+				if op.Kind != faultfs.OpWrite || op.Offset < 32 { // segment frames only, not zero-fill or headers
 					return nil
 				}
 				if failed.Load() {
@@ -302,11 +303,11 @@ func TestFaultShortWriteThenError(t *testing.T) {
 					return nil
 				}
 				if armed.Load() && failed.CompareAndSwap(false, true) {
-					return &vfs.ShortOp{Keep: int(keepFrac * float64(op.Len)), Err: syscall.EIO}
+					return &faultfs.ShortOp{Keep: int(keepFrac * float64(op.Len)), Err: syscall.EIO}
 				}
 				return nil
 			})
-			opts := wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 64 << 10, Policy: pol}
+			opts := wal.Options{FS: faultfs.Inject(mem, inj), SegmentSize: 64 << 10, Policy: pol}
 			l, err := wal.Open(faultDir, opts)
 			require.NoError(t, err)
 			var j journal

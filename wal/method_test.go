@@ -15,6 +15,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
@@ -27,9 +28,9 @@ func TestWriteThroughNoFsyncs(t *testing.T) {
 		for _, pol := range []policy.Policy{policy.SyncEveryCommit(), policy.SyncNever()} {
 			t.Run(m.String()+"/"+pol.String(), func(t *testing.T) {
 				mem := vfs.NewMem()
-				c := &vfs.Counter{}
-				l := openLog(t, vfs.Inject(mem, c), wal.Options{SyncMethod: m, Policy: pol, SegmentSize: 1 << 20})
-				st0, syncs0 := l.Stats(), c.Count(vfs.OpSync)
+				c := &faultfs.Counter{}
+				l := openLog(t, faultfs.Inject(mem, c), wal.Options{SyncMethod: m, Policy: pol, SegmentSize: 1 << 20})
+				st0, syncs0 := l.Stats(), c.Count(faultfs.OpSync)
 				var recs [][]byte
 				for i := range 100 {
 					rec := record(1, i, 1+i*37%700)
@@ -41,7 +42,7 @@ func TestWriteThroughNoFsyncs(t *testing.T) {
 				st := l.Stats()
 				require.Zero(t, st0.Fsyncs, "Open issued no sync for a new log")
 				require.Equal(t, st0.Fsyncs, st.Fsyncs, "Stats.Fsyncs grew with commits")
-				require.Equal(t, syncs0, c.Count(vfs.OpSync), "a commit reached File.Sync")
+				require.Equal(t, syncs0, c.Count(faultfs.OpSync), "a commit reached File.Sync")
 				require.Equal(t, uint64(100), st.WriteCalls)
 				require.Equal(t, m, st.SyncMethod)
 
@@ -175,7 +176,7 @@ func TestSyncMethodRefused(t *testing.T) {
 	refusing := map[string]func() (vfs.FS, *vfs.MemFS){
 		"inject-EINVAL": func() (vfs.FS, *vfs.MemFS) {
 			mem := vfs.NewMem()
-			return vfs.Inject(mem, vfs.RefuseDirectIO()), mem
+			return faultfs.Inject(mem, faultfs.RefuseDirectIO()), mem
 		},
 		"memfs-without-direct-io": func() (vfs.FS, *vfs.MemFS) {
 			mem := vfs.NewMem()

@@ -14,6 +14,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -131,9 +132,9 @@ func TestObserverMatchesStats(t *testing.T) {
 func TestObserverPoison(t *testing.T) {
 	var c eventCounts
 	var failing atomic.Bool
-	fsys := vfs.Inject(vfs.NewMem(), vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync && failing.Load() {
-			return vfs.ErrInjected
+	fsys := faultfs.Inject(vfs.NewMem(), faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSync && failing.Load() {
+			return faultfs.ErrInjected
 		}
 		return nil
 	}))
@@ -150,7 +151,7 @@ func TestObserverPoison(t *testing.T) {
 	require.Equal(t, int64(1), c.syncErrs.Load())
 	require.Equal(t, int64(1), c.poisons.Load())
 	c.mu.Lock()
-	require.ErrorIs(t, c.poisonCause, vfs.ErrInjected)
+	require.ErrorIs(t, c.poisonCause, faultfs.ErrInjected)
 	c.mu.Unlock()
 	require.Equal(t, int64(2), c.commits.Load(), "the refused Append got no LSN: no commit event")
 	require.Equal(t, int64(1), c.commitErrs.Load())
@@ -281,8 +282,8 @@ func TestSlowSyncWarning(t *testing.T) {
 		t.Run("threshold="+tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var stall atomic.Bool
-				fsys := vfs.Inject(vfs.NewMem(), vfs.InjectorFunc(func(op vfs.Op) error {
-					if op.Kind == vfs.OpSync && stall.CompareAndSwap(true, false) {
+				fsys := faultfs.Inject(vfs.NewMem(), faultfs.InjectorFunc(func(op faultfs.Op) error {
+					if op.Kind == faultfs.OpSync && stall.CompareAndSwap(true, false) {
 						time.Sleep(1500 * time.Millisecond) // the disk stalls once
 					}
 					return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -64,14 +65,14 @@ var planCases = []struct {
 		// the zeroed frames failed: the cut is recorded, not finished.
 		mem := vfs.NewMem()
 		var armed atomic.Bool
-		inj := vfs.InjectorFunc(func(op vfs.Op) error {
-			if armed.Load() && op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, ".wal") {
+		inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+			if armed.Load() && op.Kind == faultfs.OpSync && strings.HasSuffix(op.Path, ".wal") {
 				armed.Store(false)
 				return syscall.EIO
 			}
 			return nil
 		})
-		l, err := wal.Open(logDir, wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 4 << 10})
+		l, err := wal.Open(logDir, wal.Options{FS: faultfs.Inject(mem, inj), SegmentSize: 4 << 10})
 		require.NoError(t, err)
 		var lsns []wal.LSN
 		for i := 0; l.Stats().Rolls < 2; i++ {

@@ -10,6 +10,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -65,8 +66,8 @@ func slowSyncs(mem *vfs.MemFS) (fsys vfs.FS, slow *atomic.Bool, started <-chan s
 	slow = new(atomic.Bool)
 	ch := make(chan struct{})
 	var once sync.Once
-	fsys = vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync && slow.Load() {
+	fsys = faultfs.Inject(mem, faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSync && slow.Load() {
 			once.Do(func() { close(ch) })
 			time.Sleep(syncTime)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 )
 
 // TestPreparerYieldsBetweenChunks: a goroutine made runnable while the
@@ -25,11 +26,11 @@ func TestPreparerYieldsBetweenChunks(t *testing.T) {
 		chunk   = 64 << 10 // the zero-fill's write size
 		readyAt = 4        // the chunk whose write readies the other goroutine
 	)
-	inj, writes, ran := readyAtOp(readyAt, func(op vfs.Op) bool { // zero-fill writes, not a header
-		return op.Kind == vfs.OpWrite && op.Len == chunk && strings.Contains(op.Path, "/prepare-")
+	inj, writes, ran := readyAtOp(readyAt, func(op faultfs.Op) bool { // zero-fill writes, not a header
+		return op.Kind == faultfs.OpWrite && op.Len == chunk && strings.Contains(op.Path, "/prepare-")
 	})
 	l, err := wal.Open(t.TempDir(), wal.Options{
-		FS:          vfs.Inject(vfs.NewMem(), inj),
+		FS:          faultfs.Inject(vfs.NewMem(), inj),
 		SegmentSize: segSize,
 		// Its spares are zero-filled, not allocated, and it writes no zeros
 		// ahead of the frames in the (allocated) first segment, whose
@@ -69,11 +70,11 @@ func TestPreparerYieldsBetweenChunks(t *testing.T) {
 func TestRemoveBeforeYieldsBetweenRemovals(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	const readyAt = 4
-	inj, removals, ran := readyAtOp(readyAt, func(op vfs.Op) bool { // segment files removed or renamed for reuse
-		return (op.Kind == vfs.OpRemove || op.Kind == vfs.OpRename) && strings.HasSuffix(op.Path, ".wal")
+	inj, removals, ran := readyAtOp(readyAt, func(op faultfs.Op) bool { // segment files removed or renamed for reuse
+		return (op.Kind == faultfs.OpRemove || op.Kind == faultfs.OpRename) && strings.HasSuffix(op.Path, ".wal")
 	})
 	l, err := wal.Open(t.TempDir(), wal.Options{
-		FS:          vfs.Inject(vfs.NewMem(), inj),
+		FS:          faultfs.Inject(vfs.NewMem(), inj),
 		SegmentSize: wal.MinSegmentSize,
 		Policy:      policy.BufferedInterval(time.Hour, time.Hour),
 	})
@@ -108,10 +109,10 @@ func TestRemoveBeforeYieldsBetweenRemovals(t *testing.T) {
 // and, as the at-th begins, readies a goroutine that sends on ran how many
 // had begun by the time it ran. With one P, a goroutine running the
 // operations that yields between them lets it run within one operation.
-func readyAtOp(at int64, match func(vfs.Op) bool) (inj vfs.Injector, count *atomic.Int64, ran <-chan int64) {
+func readyAtOp(at int64, match func(faultfs.Op) bool) (inj faultfs.Injector, count *atomic.Int64, ran <-chan int64) {
 	count = new(atomic.Int64)
 	ready := make(chan struct{})
-	inj = vfs.InjectorFunc(func(op vfs.Op) error {
+	inj = faultfs.InjectorFunc(func(op faultfs.Op) error {
 		if match(op) && count.Add(1) == at {
 			close(ready)
 		}

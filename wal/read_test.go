@@ -14,6 +14,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -21,12 +22,12 @@ import (
 type readCounter struct{ reads, bytes, opens atomic.Int64 }
 
 func (c *readCounter) inject(fsys vfs.FS) vfs.FS {
-	return vfs.Inject(fsys, vfs.InjectorFunc(func(op vfs.Op) error {
+	return faultfs.Inject(fsys, faultfs.InjectorFunc(func(op faultfs.Op) error {
 		switch op.Kind {
-		case vfs.OpRead:
+		case faultfs.OpRead:
 			c.reads.Add(1)
 			c.bytes.Add(int64(op.Len))
-		case vfs.OpOpen:
+		case faultfs.OpOpen:
 			c.opens.Add(1)
 		}
 		return nil

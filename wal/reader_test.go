@@ -12,6 +12,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -275,15 +276,15 @@ func TestFrameEndsAtSegmentEnd(t *testing.T) {
 func TestRemoveBeforeDoesNotStallCommitsOrReaders(t *testing.T) {
 	var armed atomic.Bool
 	inRemove, release := make(chan struct{}), make(chan struct{})
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpRemove && armed.CompareAndSwap(true, false) {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpRemove && armed.CompareAndSwap(true, false) {
 			close(inRemove)
 			<-release
 		}
 		return nil
 	})
 	mem := vfs.NewMem()
-	l := openLog(t, vfs.Inject(mem, inj), wal.Options{SegmentSize: 8 << 10})
+	l := openLog(t, faultfs.Inject(mem, inj), wal.Options{SegmentSize: 8 << 10})
 	appendUntilSegments(t, l, mem, 5, 7)
 	keep := segFirst(t, segments(t, mem)[3])
 	armed.Store(true)
@@ -334,31 +335,31 @@ func TestRemoveBeforeDoesNotStallCommitsOrReaders(t *testing.T) {
 func TestRemoveBeforeRetriesAFailedRemoval(t *testing.T) {
 	for _, c := range []struct {
 		name    string
-		op      vfs.OpKind
+		op      faultfs.OpKind
 		recycle int
-	}{{"remove", vfs.OpRemove, -1}, {"rename for reuse", vfs.OpRename, 2}} {
+	}{{"remove", faultfs.OpRemove, -1}, {"rename for reuse", faultfs.OpRename, 2}} {
 		t.Run(c.name, func(t *testing.T) {
 			removeBeforeRetries(t, c.op, c.recycle)
 		})
 	}
 }
 
-func removeBeforeRetries(t *testing.T, kind vfs.OpKind, recycle int) {
+func removeBeforeRetries(t *testing.T, kind faultfs.OpKind, recycle int) {
 	var fail atomic.Bool
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		if op.Kind == kind && strings.HasSuffix(op.Path, ".wal") && fail.CompareAndSwap(true, false) {
-			return vfs.ErrInjected
+			return faultfs.ErrInjected
 		}
 		return nil
 	})
 	mem := vfs.NewMem()
-	l := openLog(t, vfs.Inject(mem, inj), wal.Options{SegmentSize: 8 << 10, RecycleSegments: recycle})
+	l := openLog(t, faultfs.Inject(mem, inj), wal.Options{SegmentSize: 8 << 10, RecycleSegments: recycle})
 	appendUntilSegments(t, l, mem, 4, 9)
 	segs := segments(t, mem)
 	keep := segFirst(t, segs[2])
 	fail.Store(true)
 	first, err := l.RemoveBefore(keep)
-	require.ErrorIs(t, err, vfs.ErrInjected)
+	require.ErrorIs(t, err, faultfs.ErrInjected)
 	require.Equal(t, keep, first, "the start moved although a file stayed")
 	require.Contains(t, segments(t, mem), segs[0])
 	first, err = l.RemoveBefore(keep)

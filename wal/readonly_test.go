@@ -17,6 +17,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -47,18 +48,18 @@ func dirState(t testing.TB, mem *vfs.MemFS) map[string][32]byte {
 func writeGuard(fsys vfs.FS) (vfs.FS, func() []string) {
 	var mu sync.Mutex
 	var tried []string
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		switch op.Kind {
-		case vfs.OpCreate, vfs.OpOpenReadWrite, vfs.OpRename, vfs.OpRemove, vfs.OpMkdirAll,
-			vfs.OpSyncDir, vfs.OpLock, vfs.OpWrite, vfs.OpSync, vfs.OpTruncate:
+		case faultfs.OpCreate, faultfs.OpOpenReadWrite, faultfs.OpRename, faultfs.OpRemove, faultfs.OpMkdirAll,
+			faultfs.OpSyncDir, faultfs.OpLock, faultfs.OpWrite, faultfs.OpSync, faultfs.OpTruncate:
 			mu.Lock()
 			tried = append(tried, fmt.Sprintf("%s %s", op.Kind, op.Path))
 			mu.Unlock()
-			return fmt.Errorf("read-only test: %s %s: %w", op.Kind, op.Path, vfs.ErrInjected)
+			return fmt.Errorf("read-only test: %s %s: %w", op.Kind, op.Path, faultfs.ErrInjected)
 		}
 		return nil
 	})
-	return vfs.Inject(fsys, inj), func() []string {
+	return faultfs.Inject(fsys, inj), func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return append([]string(nil), tried...)
@@ -181,9 +182,9 @@ func TestOpenReadOnlyInterruptedRemoveBefore(t *testing.T) {
 	opts := wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncEveryCommit(), RecycleSegments: -1} // the removal fails, not a rename
 	mem := vfs.NewMem()
 	var failRemove atomic.Bool
-	fsys := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpRemove && strings.HasSuffix(op.Path, ".wal") && failRemove.Load() {
-			return vfs.ErrInjected // the segments' removal, once first-lsn is recorded
+	fsys := faultfs.Inject(mem, faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpRemove && strings.HasSuffix(op.Path, ".wal") && failRemove.Load() {
+			return faultfs.ErrInjected // the segments' removal, once first-lsn is recorded
 		}
 		return nil
 	}))
@@ -191,7 +192,7 @@ func TestOpenReadOnlyInterruptedRemoveBefore(t *testing.T) {
 	lsns := appendUntilSegments(t, l, mem, 5, 1)
 	failRemove.Store(true)
 	kept, err := l.RemoveBefore(lsns[len(lsns)-1])
-	require.ErrorIs(t, err, vfs.ErrInjected)
+	require.ErrorIs(t, err, faultfs.ErrInjected)
 	img := mem.ProcessCrash()
 	failRemove.Store(false)
 	require.NoError(t, l.Close())
@@ -209,11 +210,11 @@ func TestOpenReadOnlyInterruptedTruncateAfter(t *testing.T) {
 	opts := wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncEveryCommit()}
 	mem := vfs.NewMem()
 	var armed, cutting atomic.Bool
-	fsys := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpRename && strings.HasPrefix(filepath.Base(op.Path), "truncate-lsn") && armed.Load() {
+	fsys := faultfs.Inject(mem, faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpRename && strings.HasPrefix(filepath.Base(op.Path), "truncate-lsn") && armed.Load() {
 			cutting.Store(true) // the cut is recorded: fail its first write
-		} else if op.Kind == vfs.OpWrite && cutting.Load() {
-			return vfs.ErrInjected
+		} else if op.Kind == faultfs.OpWrite && cutting.Load() {
+			return faultfs.ErrInjected
 		}
 		return nil
 	}))
@@ -465,7 +466,7 @@ func TestOpenReadOnlyAtEveryCrashImage(t *testing.T) {
 					what string
 				}
 				var snaps []snap
-				inj := vfs.InjectorFunc(func(op vfs.Op) error {
+				inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 					n := op.Index
 					modes := []vfs.CrashMode{vfs.DropAll(), vfs.KeepAll(), vfs.TearAtSector(n), vfs.KeepRandomSubsetOfBlocks(512, n)}
 					var add []snap
@@ -479,9 +480,9 @@ func TestOpenReadOnlyAtEveryCrashImage(t *testing.T) {
 					return nil
 				})
 				if work == "workload" {
-					require.True(t, workload(t, vfs.Inject(mem, inj), opts, &history{}))
+					require.True(t, workload(t, faultfs.Inject(mem, inj), opts, &history{}))
 				} else {
-					require.True(t, truncWorkload(t, vfs.Inject(mem, inj), opts, &truncState{pending: -1}))
+					require.True(t, truncWorkload(t, faultfs.Inject(mem, inj), opts, &truncState{pending: -1}))
 				}
 				failed, torn, unvouched := 0, 0, 0
 				for _, s := range snaps {

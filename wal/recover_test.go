@@ -17,6 +17,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -682,15 +683,15 @@ func TestMissingSegmentIsCorrupt(t *testing.T) {
 // checkpoint.
 func TestFirstLSNRecordedAfterCrashAtCreation(t *testing.T) {
 	mem := vfs.NewMem()
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpCreate && strings.Contains(op.Path, "first-lsn") {
-			return vfs.ErrInjected
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpCreate && strings.Contains(op.Path, "first-lsn") {
+			return faultfs.ErrInjected
 		}
 		return nil
 	})
-	opts := wal.Options{SegmentSize: 4 << 10, FS: vfs.Inject(mem, inj)}
+	opts := wal.Options{SegmentSize: 4 << 10, FS: faultfs.Inject(mem, inj)}
 	_, err := wal.Open(logDir, opts)
-	require.ErrorIs(t, err, vfs.ErrInjected)
+	require.ErrorIs(t, err, faultfs.ErrInjected)
 	img := mem.PowerLoss(vfs.DropAll())
 	require.Equal(t, []string{"00000000000000000000.wal"}, segments(t, img), "the crash left the first segment")
 
@@ -788,17 +789,17 @@ func TestEndFrameFollowedByVouchingFrameIsCorrupt(t *testing.T) {
 func TestRemoveBeforeFirstLSNSyncFails(t *testing.T) {
 	mem := vfs.NewMem()
 	var armed atomic.Bool
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpCreate && strings.HasPrefix(filepath.Base(op.Path), "first-lsn.") && armed.Load() {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpCreate && strings.HasPrefix(filepath.Base(op.Path), "first-lsn.") && armed.Load() {
 			return syscall.ENOSPC
 		}
-		if op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, "first-lsn") && armed.CompareAndSwap(true, false) {
+		if op.Kind == faultfs.OpSync && strings.HasSuffix(op.Path, "first-lsn") && armed.CompareAndSwap(true, false) {
 			mem.FailNextSync(syscall.EIO)
 		}
 		return nil
 	})
 	opts := wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncEveryCommit(), RecycleSegments: -1}
-	l := openLog(t, vfs.Inject(mem, inj), opts)
+	l := openLog(t, faultfs.Inject(mem, inj), opts)
 	for i := 0; len(segments(t, mem)) < 3; i++ {
 		_, err := l.Append(record(0, i, 300))
 		require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -31,12 +32,12 @@ func TestRecycledSegmentLostFirstFrame(t *testing.T) {
 	var succ atomic.Pointer[string] // the new segment's file, by the name its handle was opened with
 	var hold atomic.Bool
 	blocked, release := make(chan struct{}, 1), make(chan struct{})
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpRename && hold.Load() && succ.Load() == nil {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpRename && hold.Load() && succ.Load() == nil {
 			p := op.Path
 			succ.Store(&p)
 		}
-		if op.Kind == vfs.OpSync && hold.Load() {
+		if op.Kind == faultfs.OpSync && hold.Load() {
 			if p := succ.Load(); p != nil && *p == op.Path {
 				select {
 				case blocked <- struct{}{}:
@@ -47,7 +48,7 @@ func TestRecycledSegmentLostFirstFrame(t *testing.T) {
 		}
 		return nil
 	})
-	l := openLog(t, vfs.Inject(mem, inj), opts)
+	l := openLog(t, faultfs.Inject(mem, inj), opts)
 	lsns, recs := checkpointed(t, l, 6)
 	require.NoError(t, l.Sync())
 	// Fill the segment until a frame of big bytes no longer fits.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 )
 
 // memLog writes n 300-byte records to a log of 8 KiB segments on a new
@@ -217,7 +218,7 @@ func TestRepairCrashEveryOp(t *testing.T) {
 				what string
 			}
 			var snaps []snap
-			inj := vfs.InjectorFunc(func(op vfs.Op) error {
+			inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 				mu.Lock()
 				defer mu.Unlock()
 				for _, m := range crashModesAt(op.Index) {
@@ -225,7 +226,7 @@ func TestRepairCrashEveryOp(t *testing.T) {
 				}
 				return nil
 			})
-			_, err = wal.Repair(logDir, wal.Options{FS: vfs.Inject(mem, inj)})
+			_, err = wal.Repair(logDir, wal.Options{FS: faultfs.Inject(mem, inj)})
 			require.NoError(t, err)
 			snaps = append(snaps, snap{mem.PowerLoss(vfs.KeepAll()), "after"})
 			require.Greater(t, len(snaps), 8)

@@ -9,6 +9,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -42,7 +43,7 @@ func reuseCrashSweep(t *testing.T, pol policy.Policy, method vfs.SyncMethod) {
 	var mu sync.Mutex
 	var snaps []snap
 	acked := len(h.recs)
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, m := range crashModesAt(op.Index) {
@@ -51,7 +52,7 @@ func reuseCrashSweep(t *testing.T, pol policy.Policy, method vfs.SyncMethod) {
 		return nil
 	})
 	opts2 := opts
-	opts2.FS = vfs.Inject(mem, inj)
+	opts2.FS = faultfs.Inject(mem, inj)
 	l, err := wal.Open(logDir, opts2)
 	require.NoError(t, err)
 	require.True(t, l.Recovered().Clean)

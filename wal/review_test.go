@@ -23,6 +23,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -139,13 +140,13 @@ func TestAllSegmentsMissingIsCorrupt(t *testing.T) {
 // fresh empty log without an error.
 func TestLogDirEntryDurableAfterFailedOpen(t *testing.T) {
 	mem := vfs.NewMem()
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSyncDir && filepath.Clean(op.Path) == "/" {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSyncDir && filepath.Clean(op.Path) == "/" {
 			return syscall.EIO
 		}
 		return nil
 	})
-	opts := wal.Options{SegmentSize: 64 << 10, FS: vfs.Inject(mem, inj)}
+	opts := wal.Options{SegmentSize: 64 << 10, FS: faultfs.Inject(mem, inj)}
 	_, err := wal.Open(logDir, opts)
 	require.Error(t, err, "the first Open fails at the parent directory's sync")
 
@@ -176,20 +177,20 @@ func TestLogDirEntryDurableAfterFailedOpen(t *testing.T) {
 func TestRemoveBeforeDirSyncFailureKeepsListTrue(t *testing.T) {
 	mem := vfs.NewMem()
 	var armed, removed atomic.Bool
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		if !armed.Load() {
 			return nil
 		}
-		if op.Kind == vfs.OpRemove && strings.HasSuffix(op.Path, ".wal") {
+		if op.Kind == faultfs.OpRemove && strings.HasSuffix(op.Path, ".wal") {
 			removed.Store(true)
 		}
-		if op.Kind == vfs.OpSyncDir && removed.Load() {
+		if op.Kind == faultfs.OpSyncDir && removed.Load() {
 			armed.Store(false)
 			return syscall.EIO
 		}
 		return nil
 	})
-	opts := wal.Options{SegmentSize: 4 << 10, FS: vfs.Inject(mem, inj)}
+	opts := wal.Options{SegmentSize: 4 << 10, FS: faultfs.Inject(mem, inj)}
 	l := openLog(t, opts.FS, opts)
 	defer l.Close()
 	last := appendN(t, l, 0, 60, 300)[59]
@@ -295,16 +296,16 @@ func TestMissingFirstLSNAndOldestSegment(t *testing.T) {
 func TestRemoveBeforeOnFullDisk(t *testing.T) {
 	mem := vfs.NewMem()
 	var full atomic.Bool
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		// A full disk: no new file can be made, and no file created since
 		// can grow. Writes into blocks that exist (a segment prepared
 		// before, first-lsn) still work.
-		if full.Load() && op.Kind == vfs.OpCreate {
+		if full.Load() && op.Kind == faultfs.OpCreate {
 			return syscall.ENOSPC
 		}
 		return nil
 	})
-	opts := wal.Options{SegmentSize: 4 << 10, NoSpaceTimeout: 50 * time.Millisecond, FS: vfs.Inject(mem, inj)}
+	opts := wal.Options{SegmentSize: 4 << 10, NoSpaceTimeout: 50 * time.Millisecond, FS: faultfs.Inject(mem, inj)}
 	l := openLog(t, opts.FS, opts)
 	defer l.Close()
 	last := appendN(t, l, 0, 60, 300)[59]
@@ -429,17 +430,17 @@ func TestFailedSyncOfZeroedTailDoesNotResurrectCutRecords(t *testing.T) {
 
 	// Open #1: the sync that follows the zeroing of the torn tail fails.
 	var zeroed atomic.Bool
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpWrite && strings.HasSuffix(op.Path, seg) && op.Offset == xoff {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpWrite && strings.HasSuffix(op.Path, seg) && op.Offset == xoff {
 			zeroed.Store(true)
 		}
-		if op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, seg) && zeroed.Load() {
+		if op.Kind == faultfs.OpSync && strings.HasSuffix(op.Path, seg) && zeroed.Load() {
 			img.FailNextSync(syscall.EIO)
 		}
 		return nil
 	})
 	o1 := opts
-	o1.FS = vfs.Inject(img, inj)
+	o1.FS = faultfs.Inject(img, inj)
 	_, err := wal.Open(logDir, o1)
 	require.ErrorIs(t, err, syscall.EIO, "Open #1 fails at the sync of the zeroed tail")
 
@@ -516,14 +517,14 @@ func TestOversizedSegmentRejectedBeforeRead(t *testing.T) {
 func TestMissingLinkRepairedAtOpen(t *testing.T) {
 	mem := vfs.NewMem()
 	var crashed atomic.Pointer[vfs.MemFS]
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if crashed.Load() == nil && op.Kind == vfs.OpOpenReadWrite && strings.HasSuffix(op.Path, "00000000000000000000.wal") {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if crashed.Load() == nil && op.Kind == faultfs.OpOpenReadWrite && strings.HasSuffix(op.Path, "00000000000000000000.wal") {
 			crashed.Store(mem.ProcessCrash()) // the successor is installed, the link not yet written
 		}
 		return nil
 	})
 	opts := wal.Options{SegmentSize: 4 << 10}
-	l := openLog(t, vfs.Inject(mem, inj), opts)
+	l := openLog(t, faultfs.Inject(mem, inj), opts)
 	// Stop at the first roll: its sealing runs in the background (Close
 	// waits for it), and the new segment keeps room for what follows.
 	for i := 0; l.Stats().Rolls == 0; i++ {
@@ -576,15 +577,15 @@ func TestCloseWaitsForRemoveBefore(t *testing.T) {
 	mem := vfs.NewMem()
 	var armed atomic.Bool
 	held, release := make(chan struct{}), make(chan struct{})
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		// Hold RemoveBefore as it removes its first segment.
-		if op.Kind == vfs.OpRemove && strings.HasSuffix(op.Path, ".wal") && armed.CompareAndSwap(true, false) {
+		if op.Kind == faultfs.OpRemove && strings.HasSuffix(op.Path, ".wal") && armed.CompareAndSwap(true, false) {
 			close(held)
 			<-release
 		}
 		return nil
 	})
-	opts := wal.Options{SegmentSize: 4 << 10, FS: vfs.Inject(mem, inj)}
+	opts := wal.Options{SegmentSize: 4 << 10, FS: faultfs.Inject(mem, inj)}
 	l := openLog(t, opts.FS, opts)
 	last := appendN(t, l, 0, 60, 300)[59]
 	armed.Store(true)
@@ -660,8 +661,8 @@ func TestRecoveryBytesReadCountsEveryRead(t *testing.T) {
 	require.Greater(t, len(segments(t, w.mem)), 5)
 	counted := func(fsys vfs.FS) (vfs.FS, *atomic.Int64) {
 		var n atomic.Int64
-		return vfs.Inject(fsys, vfs.InjectorFunc(func(op vfs.Op) error {
-			if op.Kind == vfs.OpRead && strings.HasSuffix(op.Path, ".wal") {
+		return faultfs.Inject(fsys, faultfs.InjectorFunc(func(op faultfs.Op) error {
+			if op.Kind == faultfs.OpRead && strings.HasSuffix(op.Path, ".wal") {
 				n.Add(int64(op.Len))
 			}
 			return nil
@@ -687,11 +688,11 @@ func TestRecoveryBytesReadCountsEveryRead(t *testing.T) {
 	// segment holding it before the scan, to zero the dropped frames.
 	mem := w.mem.ProcessCrash()
 	var armed, cutting atomic.Bool
-	l := openLog(t, vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpRename && strings.HasPrefix(filepath.Base(op.Path), "truncate-lsn") && armed.Load() {
+	l := openLog(t, faultfs.Inject(mem, faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpRename && strings.HasPrefix(filepath.Base(op.Path), "truncate-lsn") && armed.Load() {
 			cutting.Store(true) // the cut is recorded: fail its first write
-		} else if op.Kind == vfs.OpWrite && cutting.Load() {
-			return vfs.ErrInjected
+		} else if op.Kind == faultfs.OpWrite && cutting.Load() {
+			return faultfs.ErrInjected
 		}
 		return nil
 	})), opts)

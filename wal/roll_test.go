@@ -14,6 +14,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -33,12 +34,12 @@ func newHeldSyncs(prefix string) *heldSyncs {
 	return &heldSyncs{prefix: prefix, blocked: make(chan struct{}, 64), release: make(chan struct{})}
 }
 
-func (h *heldSyncs) Before(op vfs.Op) error {
-	if op.Kind == vfs.OpCreate && h.name.Load() == nil && strings.HasPrefix(filepath.Base(op.Path), h.prefix) {
+func (h *heldSyncs) Before(op faultfs.Op) error {
+	if op.Kind == faultfs.OpCreate && h.name.Load() == nil && strings.HasPrefix(filepath.Base(op.Path), h.prefix) {
 		p := op.Path
 		h.name.Store(&p)
 	}
-	if op.Kind == vfs.OpSync && h.hold.Load() {
+	if op.Kind == faultfs.OpSync && h.hold.Load() {
 		if p := h.name.Load(); p != nil && *p == op.Path {
 			h.blocked <- struct{}{}
 			<-h.release
@@ -76,7 +77,7 @@ func TestRollSealsInBackground(t *testing.T) {
 	mem := vfs.NewMem()
 	h := newHeldSyncs("prepare-")
 	opts := wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncInterval(time.Hour)}
-	l := openLog(t, vfs.Inject(mem, vfs.InjectorFunc(h.Before)), opts)
+	l := openLog(t, faultfs.Inject(mem, faultfs.InjectorFunc(h.Before)), opts)
 	h.hold.Store(true)
 	var recs [][]byte
 	var lsns []wal.LSN
@@ -274,19 +275,19 @@ func TestRollSealFailurePoisons(t *testing.T) {
 	mem := vfs.NewMem()
 	var failing atomic.Bool
 	var first atomic.Pointer[string]
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpCreate && first.Load() == nil {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpCreate && first.Load() == nil {
 			p := op.Path
 			first.Store(&p)
 		}
-		if op.Kind == vfs.OpSync && failing.Load() {
+		if op.Kind == faultfs.OpSync && failing.Load() {
 			if p := first.Load(); p != nil && *p == op.Path {
 				return errors.New("injected: EIO syncing the finished segment")
 			}
 		}
 		return nil
 	})
-	l := openLog(t, vfs.Inject(mem, inj), wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncInterval(time.Hour)})
+	l := openLog(t, faultfs.Inject(mem, inj), wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncInterval(time.Hour)})
 	failing.Store(true)
 	for l.Stats().Rolls == 0 {
 		if _, err := l.Append(record(0, 0, 300)); err != nil {

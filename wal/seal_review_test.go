@@ -16,6 +16,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -28,15 +29,15 @@ type sealFault struct {
 	failed atomic.Bool
 }
 
-func (f *sealFault) Before(op vfs.Op) error {
+func (f *sealFault) Before(op faultfs.Op) error {
 	if !f.armed.Load() {
 		return nil
 	}
-	if op.Kind == vfs.OpRename && f.succ.Load() == nil && !strings.HasSuffix(filepath.Base(op.Path), ".wal") {
+	if op.Kind == faultfs.OpRename && f.succ.Load() == nil && !strings.HasSuffix(filepath.Base(op.Path), ".wal") {
 		p := op.Path
 		f.succ.Store(&p)
 	}
-	if op.Kind == vfs.OpSync {
+	if op.Kind == faultfs.OpSync {
 		if p := f.succ.Load(); p != nil && *p == op.Path && f.failed.CompareAndSwap(false, true) {
 			return errors.New("injected: EIO syncing the new segment")
 		}
@@ -65,7 +66,7 @@ func TestSealRemoveBeforeAfterFailedSeal(t *testing.T) {
 			if recycle {
 				opts.RecycleSegments = 4
 			}
-			l := openLog(t, vfs.Inject(mem, vfs.InjectorFunc(f.Before)), opts)
+			l := openLog(t, faultfs.Inject(mem, faultfs.InjectorFunc(f.Before)), opts)
 			if recycle {
 				// Roll twice, checkpoint, so that the next segment reuses a file.
 				for l.Stats().Rolls < 2 {
@@ -155,7 +156,7 @@ func sealRecoveryCrashes(t *testing.T, opts wal.Options, workload workloadFunc) 
 	h := &history{}
 	var mu sync.Mutex
 	var snaps []snapshot
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		st := h.state()
 		n := op.Index
 		modes := []vfs.CrashMode{vfs.KeepAll(), vfs.TearAtSector(n), vfs.KeepRandomSubsetOfBlocks(512, n)}
@@ -172,7 +173,7 @@ func sealRecoveryCrashes(t *testing.T, opts wal.Options, workload workloadFunc) 
 		mu.Unlock()
 		return nil
 	})
-	require.True(t, workload(t, vfs.Inject(mem, inj), opts, h))
+	require.True(t, workload(t, faultfs.Inject(mem, inj), opts, h))
 	nested := 0
 	for _, s := range snaps {
 		s.h.recs, s.h.lsns = h.recs, h.lsns
@@ -188,7 +189,7 @@ func sealRecoveryCrashes(t *testing.T, opts wal.Options, workload workloadFunc) 
 		// Crash this Open before each of its operations.
 		base := s.img.ProcessCrash()
 		var imgs []snapshot
-		rinj := vfs.InjectorFunc(func(op vfs.Op) error {
+		rinj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 			n := op.Index
 			for _, m := range []vfs.CrashMode{vfs.DropAll(), vfs.KeepRandomSubsetOfBlocks(512, n), vfs.TearAtSector(n)} {
 				imgs = append(imgs, snapshot{base.PowerLoss(m), s.h, fmt.Sprintf("%s; Open crashed before its op %d (%s %s), %s", s.what, n, op.Kind, op.Path, m)})
@@ -197,7 +198,7 @@ func sealRecoveryCrashes(t *testing.T, opts wal.Options, workload workloadFunc) 
 			return nil
 		})
 		o := opts
-		o.FS = vfs.Inject(base, rinj)
+		o.FS = faultfs.Inject(base, rinj)
 		l, err = wal.Open(logDir, o)
 		require.NoError(t, err, s.what)
 		require.NoError(t, l.Close())
@@ -277,15 +278,15 @@ func TestSealFailedHeaderSyncThenReopen(t *testing.T) {
 	var armed atomic.Bool
 	var succ atomic.Pointer[string]
 	var fired atomic.Bool
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		if !armed.Load() {
 			return nil
 		}
-		if op.Kind == vfs.OpRename && succ.Load() == nil && !strings.HasSuffix(filepath.Base(op.Path), ".wal") {
+		if op.Kind == faultfs.OpRename && succ.Load() == nil && !strings.HasSuffix(filepath.Base(op.Path), ".wal") {
 			p := op.Path
 			succ.Store(&p)
 		}
-		if op.Kind == vfs.OpSync {
+		if op.Kind == faultfs.OpSync {
 			if p := succ.Load(); p != nil && *p == op.Path && fired.CompareAndSwap(false, true) {
 				mem.FailNextSync(syscall.EIO) // this very sync fails, as fsync(2) with EIO
 			}
@@ -293,7 +294,7 @@ func TestSealFailedHeaderSyncThenReopen(t *testing.T) {
 		return nil
 	})
 	opts := wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncInterval(time.Hour)}
-	l := openLog(t, vfs.Inject(mem, inj), opts)
+	l := openLog(t, faultfs.Inject(mem, inj), opts)
 	armed.Store(true)
 	var recs [][]byte
 	for l.Stats().Rolls == 0 {
@@ -340,13 +341,13 @@ func TestSealStress(t *testing.T) {
 		t.Run(pol.String(), func(t *testing.T) {
 			mem := vfs.NewMem()
 			var slow atomic.Int64
-			inj := vfs.InjectorFunc(func(op vfs.Op) error {
-				if op.Kind == vfs.OpSync && slow.Add(1)%3 == 0 {
+			inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+				if op.Kind == faultfs.OpSync && slow.Add(1)%3 == 0 {
 					time.Sleep(time.Duration(op.Index%5) * 100 * time.Microsecond)
 				}
 				return nil
 			})
-			opts := wal.Options{SegmentSize: 4 << 10, Policy: pol, RecycleSegments: 2, FS: vfs.Inject(mem, inj)}
+			opts := wal.Options{SegmentSize: 4 << 10, Policy: pol, RecycleSegments: 2, FS: faultfs.Inject(mem, inj)}
 			l, err := wal.Open(logDir, opts)
 			require.NoError(t, err)
 			stop := make(chan struct{})
@@ -487,7 +488,7 @@ func sealFailEveryOp(t *testing.T, opts wal.Options, workload workloadFunc) {
 		}
 		inj, fired := failNth(n)
 		h := &history{}
-		done := workload(t, vfs.Inject(mem, inj), opts, h)
+		done := workload(t, faultfs.Inject(mem, inj), opts, h)
 		for _, m := range []vfs.CrashMode{vfs.DropAll(), vfs.KeepRandomSubsetOfBlocks(512, n), vfs.TearAtSector(n)} {
 			checkRecoveredDepth(t, mem.PowerLoss(m), opts, h, false, fmt.Sprintf("op %d failed, %s", n, m), 0)
 		}
@@ -552,17 +553,17 @@ func sealFsyncgate(t *testing.T, opts wal.Options, workload workloadFunc) {
 		mem := vfs.NewMem()
 		var syncs atomic.Int64
 		var fired atomic.Bool
-		inj := vfs.InjectorFunc(func(op vfs.Op) error {
+		inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 			// Segment files only: a failed sync of first-lsn is another
 			// (older) matter.
-			if op.Kind == vfs.OpSync && !strings.Contains(op.Path, "-lsn") && syncs.Add(1) == n {
+			if op.Kind == faultfs.OpSync && !strings.Contains(op.Path, "-lsn") && syncs.Add(1) == n {
 				fired.Store(true)
 				mem.FailNextSync(syscall.EIO)
 			}
 			return nil
 		})
 		h := &history{}
-		done := workload(t, vfs.Inject(mem, inj), opts, h)
+		done := workload(t, faultfs.Inject(mem, inj), opts, h)
 		what := fmt.Sprintf("sync %d failed", n)
 
 		img := mem.ProcessCrash()
@@ -626,8 +627,8 @@ func TestSealHeaderDamageDroppedSilently(t *testing.T) {
 	mem := vfs.NewMem()
 	var hold atomic.Bool
 	blocked, release := make(chan struct{}, 1), make(chan struct{})
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if hold.Load() && op.Kind == vfs.OpOpenReadWrite && strings.HasSuffix(op.Path, ".wal") {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if hold.Load() && op.Kind == faultfs.OpOpenReadWrite && strings.HasSuffix(op.Path, ".wal") {
 			select { // the seal's link write
 			case blocked <- struct{}{}:
 			default:
@@ -637,7 +638,7 @@ func TestSealHeaderDamageDroppedSilently(t *testing.T) {
 		return nil
 	})
 	opts := wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncEveryCommit()}
-	l := openLog(t, vfs.Inject(mem, inj), opts)
+	l := openLog(t, faultfs.Inject(mem, inj), opts)
 	hold.Store(true)
 	var recs [][]byte
 	done := make(chan error, 1)

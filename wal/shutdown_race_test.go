@@ -13,6 +13,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -176,8 +177,8 @@ func TestReadRecordRacingCloseLeaksNoHandle(t *testing.T) {
 func TestFailedRollLeaksNoHandle(t *testing.T) {
 	for _, method := range []vfs.SyncMethod{vfs.Fdatasync, vfs.ODsync} {
 		t.Run(method.String(), func(t *testing.T) {
-			rollFailureLeaksNoHandle(t, method, func(op vfs.Op) bool {
-				return op.Kind == vfs.OpWrite && strings.Contains(op.Path, "prepare-") && op.Offset == 0 // the header write into the spare
+			rollFailureLeaksNoHandle(t, method, func(op faultfs.Op) bool {
+				return op.Kind == faultfs.OpWrite && strings.Contains(op.Path, "prepare-") && op.Offset == 0 // the header write into the spare
 			})
 		})
 	}
@@ -187,8 +188,8 @@ func TestFailedRollLeaksNoHandle(t *testing.T) {
 // into the finished segment itself; if that fails, the finished
 // segment's write handle must still be closed by Close.
 func TestFailedLinkLeaksNoHandle(t *testing.T) {
-	rollFailureLeaksNoHandle(t, vfs.ODsync, func(op vfs.Op) bool {
-		return op.Kind == vfs.OpOpenReadWrite && strings.HasSuffix(op.Path, ".wal") // the link's handle on the finished segment
+	rollFailureLeaksNoHandle(t, vfs.ODsync, func(op faultfs.Op) bool {
+		return op.Kind == faultfs.OpOpenReadWrite && strings.HasSuffix(op.Path, ".wal") // the link's handle on the finished segment
 	})
 }
 
@@ -196,16 +197,16 @@ func TestFailedLinkLeaksNoHandle(t *testing.T) {
 // segment, waits for the spare, then fails every op that fails matches and
 // appends until an append fails (the roll); Close of the poisoned log must
 // leave no file open.
-func rollFailureLeaksNoHandle(t *testing.T, method vfs.SyncMethod, fails func(vfs.Op) bool) {
+func rollFailureLeaksNoHandle(t *testing.T, method vfs.SyncMethod, fails func(faultfs.Op) bool) {
 	t.Helper()
 	var armed atomic.Bool
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		if armed.Load() && fails(op) {
-			return vfs.ErrInjected
+			return faultfs.ErrInjected
 		}
 		return nil
 	})
-	ofs := newOpenFS(vfs.Inject(vfs.NewMem(), inj))
+	ofs := newOpenFS(faultfs.Inject(vfs.NewMem(), inj))
 	l := openLog(t, ofs, wal.Options{SegmentSize: 16 << 10, SyncMethod: method, Policy: policy.SyncEveryCommit()})
 	fillToSpare(t, l)
 	armed.Store(true)
@@ -225,15 +226,15 @@ func TestDurableOnlyReaderStopsAtSyncedLSN(t *testing.T) {
 	var armed atomic.Bool
 	release := make(chan struct{})
 	var held atomic.Int64
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if armed.Load() && op.Kind == vfs.OpSync {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if armed.Load() && op.Kind == faultfs.OpSync {
 			held.Add(1)
 			<-release // every sync, the seal's included, waits
 		}
 		return nil
 	})
 	mem := vfs.NewMem()
-	l := openLog(t, vfs.Inject(mem, inj), wal.Options{SegmentSize: 16 << 10, Policy: policy.SyncInterval(time.Hour)})
+	l := openLog(t, faultfs.Inject(mem, inj), wal.Options{SegmentSize: 16 << 10, Policy: policy.SyncInterval(time.Hour)})
 	defer func() {
 		close(release)
 		l.Close()
@@ -282,14 +283,14 @@ func TestFailedOpenLeaksNoHandle(t *testing.T) {
 		img := mem.ProcessCrash()
 		for n := int64(1); ; n++ {
 			var fired atomic.Bool
-			inj := vfs.InjectorFunc(func(op vfs.Op) error {
-				if op.Index == n && op.Kind != vfs.OpClose {
+			inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+				if op.Index == n && op.Kind != faultfs.OpClose {
 					fired.Store(true)
-					return vfs.ErrInjected
+					return faultfs.ErrInjected
 				}
 				return nil
 			})
-			ofs := newOpenFS(vfs.Inject(img.ProcessCrash(), inj))
+			ofs := newOpenFS(faultfs.Inject(img.ProcessCrash(), inj))
 			opts := wal.Options{SegmentSize: 16 << 10, SyncMethod: method, Policy: policy.SyncEveryCommit(), RecycleSegments: 2, FS: ofs}
 			l2, err := wal.Open(logDir, opts)
 			if err == nil {
@@ -318,26 +319,26 @@ func TestCloseWhileSealBlockedOnPoisonedLog(t *testing.T) {
 	var armed atomic.Bool
 	var heldSync atomic.Int64
 	release := make(chan struct{})
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		if !armed.Load() {
-			if op.Kind == vfs.OpWrite && strings.Contains(op.Path, ".wal") {
+			if op.Kind == faultfs.OpWrite && strings.Contains(op.Path, ".wal") {
 				first.CompareAndSwap("", op.Path)
 			}
 			return nil
 		}
 		old := op.Path == first.Load().(string)
 		switch {
-		case op.Kind == vfs.OpSync && old && heldSync.CompareAndSwap(0, 1):
+		case op.Kind == faultfs.OpSync && old && heldSync.CompareAndSwap(0, 1):
 			<-release // the seal settling the finished segment
-		case op.Kind == vfs.OpWrite && !old && strings.Contains(op.Path, ".wal") && op.Offset >= 32:
+		case op.Kind == faultfs.OpWrite && !old && strings.Contains(op.Path, ".wal") && op.Offset >= 32:
 			for deadline := time.Now().Add(5 * time.Second); heldSync.Load() == 0 && time.Now().Before(deadline); {
 				time.Sleep(time.Millisecond) // until the seal is in its sync
 			}
-			return vfs.ErrInjected // frames into the new segment
+			return faultfs.ErrInjected // frames into the new segment
 		}
 		return nil
 	})
-	ofs := newOpenFS(vfs.Inject(vfs.NewMem(), inj))
+	ofs := newOpenFS(faultfs.Inject(vfs.NewMem(), inj))
 	l := openLog(t, ofs, wal.Options{SegmentSize: 16 << 10, Policy: policy.SyncInterval(time.Hour)})
 	fillToSpare(t, l)
 	armed.Store(true)

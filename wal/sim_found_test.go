@@ -14,6 +14,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -30,9 +31,9 @@ func simFoundAppend(t *testing.T, l *wal.Log, stream, n, size int) []wal.LSN {
 }
 
 // failReadsOf fails every read of the file named base with EIO.
-func failReadsOf(base string) vfs.Injector {
-	return vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpRead && filepath.Base(op.Path) == base {
+func failReadsOf(base string) faultfs.Injector {
+	return faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpRead && filepath.Base(op.Path) == base {
 			return syscall.EIO
 		}
 		return nil
@@ -49,7 +50,7 @@ func TestSimFoundEIOReadingFirstLSNIsNotCorruption(t *testing.T) {
 	simFoundAppend(t, l, 1, 3, 100)
 	require.NoError(t, l.Close())
 
-	opts.FS = vfs.Inject(mem, failReadsOf("first-lsn"))
+	opts.FS = faultfs.Inject(mem, failReadsOf("first-lsn"))
 	l, err = wal.Open(logDir, opts)
 	if err == nil {
 		l.Close()
@@ -64,13 +65,13 @@ func TestSimFoundEIOReadingFirstLSNIsNotCorruption(t *testing.T) {
 func TestSimFoundEIOReadingTruncateLSNIsNotCorruption(t *testing.T) {
 	mem := vfs.NewMem()
 	var failSync atomic.Bool
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, ".wal") && failSync.Load() {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSync && strings.HasSuffix(op.Path, ".wal") && failSync.Load() {
 			return syscall.EIO
 		}
 		return nil
 	})
-	opts := wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 4 << 10}
+	opts := wal.Options{FS: faultfs.Inject(mem, inj), SegmentSize: 4 << 10}
 	l, err := wal.Open(logDir, opts)
 	require.NoError(t, err)
 	lsns := simFoundAppend(t, l, 1, 6, 100)
@@ -82,7 +83,7 @@ func TestSimFoundEIOReadingTruncateLSNIsNotCorruption(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, names, "truncate-lsn", "the cut is recorded")
 
-	opts.FS = vfs.Inject(img, failReadsOf("truncate-lsn"))
+	opts.FS = faultfs.Inject(img, failReadsOf("truncate-lsn"))
 	l, err = wal.Open(logDir, opts)
 	if err == nil {
 		l.Close()
@@ -104,20 +105,20 @@ func TestSimFoundEIOReadingTruncateLSNIsNotCorruption(t *testing.T) {
 func TestSimFoundRemoveBeforeAfterFailedCutLeavesUnopenableLog(t *testing.T) {
 	mem := vfs.NewMem()
 	var armed, renamed atomic.Bool
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		if !armed.Load() {
 			return nil
 		}
-		if op.Kind == vfs.OpRename && strings.Contains(filepath.Base(op.Path), "truncate") {
+		if op.Kind == faultfs.OpRename && strings.Contains(filepath.Base(op.Path), "truncate") {
 			renamed.Store(true)
 			return nil
 		}
-		if op.Kind == vfs.OpSyncDir && renamed.Load() && armed.CompareAndSwap(true, false) {
+		if op.Kind == faultfs.OpSyncDir && renamed.Load() && armed.CompareAndSwap(true, false) {
 			return syscall.EIO
 		}
 		return nil
 	})
-	opts := wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 4 << 10, RecycleSegments: 0, Policy: policy.SyncEveryCommit()}
+	opts := wal.Options{FS: faultfs.Inject(mem, inj), SegmentSize: 4 << 10, RecycleSegments: 0, Policy: policy.SyncEveryCommit()}
 	l, err := wal.Open(logDir, opts)
 	require.NoError(t, err)
 	lsns := simFoundAppend(t, l, 1, 40, 300)
@@ -146,14 +147,14 @@ func TestSimFoundRemoveBeforeAfterFailedCutLeavesUnopenableLog(t *testing.T) {
 func TestSimFoundRetriedOpenLeavesAncestorUnsynced(t *testing.T) {
 	mem := vfs.NewMem()
 	var failed atomic.Bool
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSyncDir && filepath.Clean(op.Path) == "/" && failed.CompareAndSwap(false, true) {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSyncDir && filepath.Clean(op.Path) == "/" && failed.CompareAndSwap(false, true) {
 			return syscall.ENOSPC
 		}
 		return nil
 	})
 	dir := "/data/wal"
-	opts := wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 4 << 10, Policy: policy.SyncEveryCommit()}
+	opts := wal.Options{FS: faultfs.Inject(mem, inj), SegmentSize: 4 << 10, Policy: policy.SyncEveryCommit()}
 	_, err := wal.Open(dir, opts)
 	require.Error(t, err, "the first Open fails syncing /")
 	require.True(t, failed.Load())
@@ -186,21 +187,21 @@ func TestSimFoundRetriedOpenLeavesAncestorUnsynced(t *testing.T) {
 func TestSimFoundShortWriteOfFirstLSNLeavesUnopenableLog(t *testing.T) {
 	mem := vfs.NewMem()
 	var armed atomic.Bool
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		if !armed.Load() {
 			return nil
 		}
 		// A full disk: no block for a new record file, so the record
 		// is overwritten in place, and that write is cut short too.
-		if op.Kind == vfs.OpCreate && strings.HasPrefix(filepath.Base(op.Path), "first-lsn.") {
+		if op.Kind == faultfs.OpCreate && strings.HasPrefix(filepath.Base(op.Path), "first-lsn.") {
 			return syscall.ENOSPC
 		}
-		if op.Kind == vfs.OpWrite && filepath.Base(op.Path) == "first-lsn" && armed.CompareAndSwap(true, false) {
-			return &vfs.ShortOp{Keep: 7, Err: syscall.ENOSPC}
+		if op.Kind == faultfs.OpWrite && filepath.Base(op.Path) == "first-lsn" && armed.CompareAndSwap(true, false) {
+			return &faultfs.ShortOp{Keep: 7, Err: syscall.ENOSPC}
 		}
 		return nil
 	})
-	opts := wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 4 << 10, Policy: policy.SyncEveryCommit()}
+	opts := wal.Options{FS: faultfs.Inject(mem, inj), SegmentSize: 4 << 10, Policy: policy.SyncEveryCommit()}
 	l, err := wal.Open(logDir, opts)
 	require.NoError(t, err)
 	lsns := simFoundAppend(t, l, 1, 40, 300)

@@ -16,6 +16,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -148,10 +149,10 @@ func TestUndoneRollFramesNotAdoptedThroughKeptFile(t *testing.T) {
 // makes the next sync of a segment file fail as Linux's does after a lost
 // writeback (MemFS.FailNextSync: the written pages marked clean, the disk
 // keeping the old bytes).
-func failNextSegmentSync(mem *vfs.MemFS) (vfs.Injector, *atomic.Bool) {
+func failNextSegmentSync(mem *vfs.MemFS) (faultfs.Injector, *atomic.Bool) {
 	armed := new(atomic.Bool)
-	return vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, ".wal") && armed.CompareAndSwap(true, false) {
+	return faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSync && strings.HasSuffix(op.Path, ".wal") && armed.CompareAndSwap(true, false) {
 			mem.FailNextSync(syscall.EIO)
 		}
 		return nil
@@ -168,7 +169,7 @@ func failNextSegmentSync(mem *vfs.MemFS) (vfs.Injector, *atomic.Bool) {
 func TestFailedCutZeroingDoesNotResurrectCutRecords(t *testing.T) {
 	mem := vfs.NewMem()
 	inj, armed := failNextSegmentSync(mem)
-	opts := wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 64 << 10, Policy: policy.SyncEveryCommit()}
+	opts := wal.Options{FS: faultfs.Inject(mem, inj), SegmentSize: 64 << 10, Policy: policy.SyncEveryCommit()}
 	l, err := wal.Open(logDir, opts)
 	require.NoError(t, err)
 	var recs [][]byte
@@ -218,7 +219,7 @@ func TestFailedCutZeroingRaftShape(t *testing.T) {
 	entry := func(term, index int) []byte {
 		return []byte(fmt.Sprintf("term %d index %02d %s", term, index, strings.Repeat("e", 40)))
 	}
-	opts := wal.Options{FS: vfs.Inject(mem, inj), SegmentSize: 64 << 10, Policy: policy.SyncEveryCommit()}
+	opts := wal.Options{FS: faultfs.Inject(mem, inj), SegmentSize: 64 << 10, Policy: policy.SyncEveryCommit()}
 	l, err := wal.Open(logDir, opts)
 	require.NoError(t, err)
 	var lsns []wal.LSN
@@ -298,7 +299,7 @@ func TestEpochReadErrorIsTheFilesystems(t *testing.T) {
 	l, err := wal.Open(logDir, wal.Options{FS: mem, SegmentSize: 64 << 10})
 	require.NoError(t, err)
 	require.NoError(t, l.Close())
-	_, err = wal.Open(logDir, wal.Options{FS: vfs.Inject(mem, failReadsOf("epoch")), SegmentSize: 64 << 10})
+	_, err = wal.Open(logDir, wal.Options{FS: faultfs.Inject(mem, failReadsOf("epoch")), SegmentSize: 64 << 10})
 	require.ErrorIs(t, err, syscall.EIO)
 	require.NotErrorIs(t, err, wal.ErrCorrupt, "an I/O error is not damage")
 }

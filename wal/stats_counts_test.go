@@ -15,6 +15,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -59,15 +60,15 @@ func TestSegmentWaitsCounted(t *testing.T) {
 	const segSize = 8 << 10
 	var armed atomic.Bool
 	release := make(chan struct{})
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		// The next segment's temporary file (a handle keeps the path it was
 		// opened with, so the first segment's writes still say prepare-1).
-		if armed.Load() && (op.Kind == vfs.OpWrite || op.Kind == vfs.OpAllocate) && strings.Contains(op.Path, "prepare-2") {
+		if armed.Load() && (op.Kind == faultfs.OpWrite || op.Kind == faultfs.OpAllocate) && strings.Contains(op.Path, "prepare-2") {
 			<-release // the next segment's allocation hangs until released
 		}
 		return nil
 	})
-	l, err := wal.Open(faultDir, wal.Options{FS: vfs.Inject(vfs.NewMem(), inj), SegmentSize: segSize, Policy: policy.SyncNever()})
+	l, err := wal.Open(faultDir, wal.Options{FS: faultfs.Inject(vfs.NewMem(), inj), SegmentSize: segSize, Policy: policy.SyncNever()})
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), l.Stats().Prepare.Prepared, "the first segment")
 	armed.Store(true)

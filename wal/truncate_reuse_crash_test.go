@@ -8,6 +8,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -37,7 +38,7 @@ func truncateReuseSweep(t *testing.T, pol policy.Policy, back int) {
 	var snaps []snap
 	acked := len(recs)
 	var pending []byte
-	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		mu.Lock()
 		defer mu.Unlock()
 		n := len(recs)
@@ -55,7 +56,7 @@ func truncateReuseSweep(t *testing.T, pol policy.Policy, back int) {
 		return nil
 	})
 	opts2 := opts
-	opts2.FS = vfs.Inject(mem, inj)
+	opts2.FS = faultfs.Inject(mem, inj)
 	l, err := wal.Open(logDir, opts2)
 	require.NoError(t, err)
 	app := func(stream, i int) {

@@ -16,6 +16,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -385,13 +386,13 @@ func TestTruncateCrashImagesAtEveryOp(t *testing.T) {
 			var mu sync.Mutex
 			var snaps []snap
 			var removes atomic.Int64
-			inj := vfs.InjectorFunc(func(op vfs.Op) error {
+			inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 				st := s.snapshot()
 				n := op.Index
-				if st.cuts == 0 && st.pending < 0 && op.Kind != vfs.OpRemove {
+				if st.cuts == 0 && st.pending < 0 && op.Kind != faultfs.OpRemove {
 					return nil // before the first cut: TestCrashImagesAtEveryOp covers it
 				}
-				if op.Kind == vfs.OpRemove {
+				if op.Kind == faultfs.OpRemove {
 					removes.Add(1)
 				}
 				modes := []vfs.CrashMode{vfs.DropAll(), vfs.KeepAll(), vfs.TearAtSector(n),
@@ -415,7 +416,7 @@ func TestTruncateCrashImagesAtEveryOp(t *testing.T) {
 				mu.Unlock()
 				return nil
 			})
-			require.True(t, truncWorkload(t, vfs.Inject(mem, inj), opts, s))
+			require.True(t, truncWorkload(t, faultfs.Inject(mem, inj), opts, s))
 			require.Equal(t, 2, s.cuts)
 			require.Positive(t, removes.Load(), "the cuts remove segments")
 			for _, sn := range snaps {
@@ -439,7 +440,7 @@ func TestTruncateAfterEveryOp(t *testing.T) {
 		mem := vfs.NewMem()
 		inj, fired := failNth(n)
 		s := &truncState{pending: -1}
-		done := truncWorkload(t, vfs.Inject(mem, inj), opts, s)
+		done := truncWorkload(t, faultfs.Inject(mem, inj), opts, s)
 		what := fmt.Sprintf("op %d failed", n)
 		for _, img := range []vfs.FS{mem.PowerLoss(vfs.DropAll()), mem.ProcessCrash()} {
 			checkTruncImage(t, img, opts, s, what)
@@ -448,7 +449,7 @@ func TestTruncateAfterEveryOp(t *testing.T) {
 			break
 		}
 		require.Less(t, n, int64(5000), "the workload never finishes")
-		if !done && errors.Is(nil, vfs.ErrInjected) {
+		if !done && errors.Is(nil, faultfs.ErrInjected) {
 			t.Fatal("unreachable")
 		}
 	}

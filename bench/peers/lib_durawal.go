@@ -9,6 +9,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 )
 
 func durawalLib() *lib {
@@ -17,14 +18,14 @@ func durawalLib() *lib {
 		version:     "github.com/durawal/durawal (this repository)",
 		concurrency: "own group commit (leader/follower); Append is safe for concurrent use",
 		relaxed:     "policy.SyncNever() (write per commit, no fsync)",
-		counter:     "Stats().Fsyncs (cross-checked with a vfs.Counter)",
+		counter:     "Stats().Fsyncs (cross-checked with a faultfs.Counter)",
 		open: func(dir string, m mode) (peerLog, error) {
 			pol := policy.SyncEveryCommit()
 			if m == relaxed {
 				pol = policy.SyncNever()
 			}
-			c := &vfs.Counter{}
-			l, err := wal.Open(dir, wal.Options{Policy: pol, FS: vfs.Inject(vfs.OS(), c)})
+			c := &faultfs.Counter{}
+			l, err := wal.Open(dir, wal.Options{Policy: pol, FS: faultfs.Inject(vfs.OS(), c)})
 			if err != nil {
 				return nil, err
 			}
@@ -77,28 +78,30 @@ func durawalLib() *lib {
 
 type durawalLog struct {
 	l *wal.Log
-	c *vfs.Counter
+	c *faultfs.Counter
 }
 
 func (d *durawalLog) Append(rec []byte) error { _, err := d.l.Append(rec); return err }
 func (d *durawalLog) Close() error            { return d.l.Close() }
 
 // Syncs returns the log's own count of segment fdatasyncs plus directory
-// fsyncs; vfsSyncs is the same figure as the vfs.Counter under it saw.
+// fsyncs; vfsSyncs is the same figure as the faultfs.Counter under it saw.
 func (d *durawalLog) Syncs() int64 {
 	s := d.l.Stats()
 	return int64(s.Fsyncs + s.DirSyncs)
 }
 
-func (d *durawalLog) vfsSyncs() int64 { return d.c.Count(vfs.OpSync) + d.c.Count(vfs.OpSyncDir) }
+func (d *durawalLog) vfsSyncs() int64 {
+	return d.c.Count(faultfs.OpSync) + d.c.Count(faultfs.OpSyncDir)
+}
 
 // openDurawalBuffered opens a durawal log whose commits return once their
 // record is in the log buffer (policy.BufferedInterval, InnoDB =0), written
 // every second and synced only hourly: the log-buffer append path alone.
 // writebackAfter is Options.WritebackAfter (0: the default, -1: off).
 func openDurawalBuffered(dir string, writebackAfter int64) (peerLog, error) {
-	c := &vfs.Counter{}
-	l, err := wal.Open(dir, wal.Options{Policy: policy.BufferedInterval(time.Hour, time.Second), FS: vfs.Inject(vfs.OS(), c),
+	c := &faultfs.Counter{}
+	l, err := wal.Open(dir, wal.Options{Policy: policy.BufferedInterval(time.Hour, time.Second), FS: faultfs.Inject(vfs.OS(), c),
 		WritebackAfter: writebackAfter})
 	if err != nil {
 		return nil, err

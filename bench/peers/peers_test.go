@@ -62,7 +62,7 @@ func TestQuickRun(t *testing.T) {
 	}
 	for _, c := range res.Cells {
 		if c.Lib == "durawal" && c.Syncs != c.VFSSyncs {
-			t.Errorf("durawal %s %d writers: Stats counted %d syncs, the vfs.Counter %d", c.Mode, c.Writers, c.Syncs, c.VFSSyncs)
+			t.Errorf("durawal %s %d writers: Stats counted %d syncs, the faultfs.Counter %d", c.Mode, c.Writers, c.Syncs, c.VFSSyncs)
 		}
 	}
 	for _, r := range res.Recovery {

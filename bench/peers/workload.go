@@ -24,7 +24,7 @@ type cell struct {
 	P99us      float64 `json:"p99_us"`
 	Syncs      int64   `json:"syncs"` // library counter over the timed window, -1 without one
 	SyncsPerOp float64 `json:"syncs_per_commit"`
-	VFSSyncs   int64   `json:"vfs_syncs,omitempty"` // durawal: the vfs.Counter's view
+	VFSSyncs   int64   `json:"vfs_syncs,omitempty"` // durawal: the faultfs.Counter's view
 	Err        string  `json:"error,omitempty"`
 }
 

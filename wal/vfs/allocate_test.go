@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -84,9 +85,9 @@ func TestAllocateMem(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(100), n, "after the sync it is")
 
-	var seen []vfs.Op
-	inj := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
-		if op.Kind == vfs.OpAllocate {
+	var seen []faultfs.Op
+	inj := faultfs.Inject(mem, faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpAllocate {
 			seen = append(seen, op)
 			return syscall.ENOSPC
 		}

@@ -116,10 +116,19 @@ func ParseSyncMethod(s string) (SyncMethod, error) {
 // AlignmentSource says where the alignment f.Alignment() reports came from:
 // "statx STATX_DIOALIGN", "sysfs logical_block_size of MAJ:MIN", "default
 // 4096" (the OS found neither), "MemFS" for a [MemFS] file, or "none" when f
-// was not opened with O_DIRECT.
+// was not opened with O_DIRECT. A File that wraps another (a fault
+// injector, a test's wrapper) answers for the file it wraps by implementing
+// Unwrap() File.
 func AlignmentSource(f File) string {
-	if s, ok := f.(interface{ alignmentSource() string }); ok {
-		return s.alignmentSource()
+	for {
+		if s, ok := f.(interface{ alignmentSource() string }); ok {
+			return s.alignmentSource()
+		}
+		u, ok := f.(interface{ Unwrap() File })
+		if !ok {
+			break
+		}
+		f = u.Unwrap()
 	}
 	if f.Alignment() <= 1 {
 		return "none"

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -108,7 +109,7 @@ func TestMemWriteThroughDurable(t *testing.T) {
 
 func TestRefuseDirectIO(t *testing.T) {
 	mem := vfs.NewMem()
-	fsys := vfs.Inject(mem, vfs.RefuseDirectIO())
+	fsys := faultfs.Inject(mem, faultfs.RefuseDirectIO())
 	_, err := fsys.Create("/a", vfs.ODirect)
 	require.ErrorIs(t, err, syscall.EINVAL)
 	_, err = mem.Open("/a")

@@ -1,15 +1,18 @@
 // Package vfs is the filesystem seam of the log: every byte package wal reads
 // or writes, and every sync it issues, goes through an [FS].
 //
-// Three implementations ship here:
+// Two implementations ship here:
 //
 //   - [OS] is the real filesystem, with fdatasync from golang.org/x/sys/unix,
 //     and the open flags (O_DSYNC, O_DIRECT) of each [SyncMethod].
 //   - [MemFS] is an in-memory filesystem that remembers which bytes and which
 //     directory entries were synced, and can lose the rest the way a process
 //     crash or a power loss would ([MemFS.ProcessCrash], [MemFS.PowerLoss]).
-//   - [Inject] wraps any FS and fails chosen operations (EIO, ENOSPC, short
-//     writes, short reads), or merely counts them ([Counter]).
+//
+// Package faultfs (wal/vfs/faultfs) wraps any FS to fail chosen operations
+// (EIO, ENOSPC, short writes, short reads) or merely count them, for tests
+// and for benchmarks that check the log's counters against the system calls
+// it made.
 //
 // # Durability contract
 //
@@ -35,7 +38,7 @@ import (
 )
 
 // FS is the set of filesystem operations the log uses. Each method is one
-// operation that [Inject] can fail. Implementations must be safe for
+// operation that package faultfs can fail. Implementations must be safe for
 // concurrent use.
 type FS interface {
 	// Create creates name exclusively for reading and writing, with the

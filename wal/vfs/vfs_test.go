@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 )
 
 // impls returns every FS implementation with a fresh directory to work in.
@@ -33,7 +34,7 @@ func impls() []struct {
 			m := vfs.NewMem()
 			require.NoError(t, m.MkdirAll("/data", 0o755))
 			require.NoError(t, m.SyncDir("/"))
-			return vfs.Inject(m, &vfs.Counter{}), "/data"
+			return faultfs.Inject(m, &faultfs.Counter{}), "/data"
 		}},
 	}
 }

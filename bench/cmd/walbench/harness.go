@@ -13,6 +13,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 )
 
 // env is what every experiment runs in: the configuration, the run
@@ -60,7 +61,7 @@ func (e *env) subdir(name string) string {
 }
 
 // check compares one log's fsync counters with the system calls a
-// vfs.Counter saw under it, over the log's whole life (Open to Close).
+// faultfs.Counter saw under it, over the log's whole life (Open to Close).
 type check struct {
 	Run         string `json:"run"`
 	Fsyncs      uint64 `json:"stats_fsyncs"`
@@ -144,13 +145,13 @@ func (e *env) measureRun(s spec) (res result, err error) {
 	}
 	dir := e.subdir(s.name)
 	defer os.RemoveAll(dir)
-	counter := &vfs.Counter{}
+	counter := &faultfs.Counter{}
 	l, err := wal.Open(dir, wal.Options{
 		Policy:      s.pol,
 		GroupCommit: s.gc,
 		SegmentSize: e.cfg.segment,
 		SyncMethod:  s.method,
-		FS:          vfs.Inject(vfs.OS(), counter),
+		FS:          faultfs.Inject(vfs.OS(), counter),
 	})
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", s.name, err)
@@ -275,11 +276,11 @@ func windowResult(s spec, before, after wal.Stats, elapsed time.Duration, batch 
 }
 
 // addCheck records, and warns about, a disagreement between the log's own
-// fsync counters and the system calls the vfs.Counter saw.
-func (e *env) addCheck(run string, st wal.Stats, c *vfs.Counter) {
+// fsync counters and the system calls the faultfs.Counter saw.
+func (e *env) addCheck(run string, st wal.Stats, c *faultfs.Counter) {
 	ch := check{
-		Run: run, Fsyncs: st.Fsyncs, SyncCalls: c.Count(vfs.OpSync),
-		DirSyncs: st.DirSyncs, SyncDirOps: c.Count(vfs.OpSyncDir), FsyncErrors: st.FsyncErrors,
+		Run: run, Fsyncs: st.Fsyncs, SyncCalls: c.Count(faultfs.OpSync),
+		DirSyncs: st.DirSyncs, SyncDirOps: c.Count(faultfs.OpSyncDir), FsyncErrors: st.FsyncErrors,
 	}
 	// Failed syncs reach the FS but are not counted as fsyncs.
 	ch.Agree = int64(ch.Fsyncs+ch.FsyncErrors) == ch.SyncCalls && int64(ch.DirSyncs) == ch.SyncDirOps

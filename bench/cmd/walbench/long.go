@@ -16,6 +16,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 )
 
 // The long experiment ("the worst commit matters"): enough
@@ -414,12 +415,12 @@ func (le *longEnv) measureLog(name string, pol policy.Policy, n int, incremental
 	}
 	dir := le.subdir("long")
 	defer os.RemoveAll(dir)
-	counter := &vfs.Counter{}
+	counter := &faultfs.Counter{}
 	events := &eventLog{rolled: make(chan wal.LSN, 64)}
 	l, err := wal.Open(dir, wal.Options{
 		Policy:      pol,
 		SegmentSize: le.cfg.segment,
-		FS:          vfs.Inject(vfs.OS(), counter),
+		FS:          faultfs.Inject(vfs.OS(), counter),
 		Observer:    events.observer(),
 		// IncrementalSync: the flusher also syncs every so many bytes.
 		IncrementalSync: incremental,

@@ -103,7 +103,7 @@
 // Open to the last commit's return: neither the syncs that prepare the
 // first segment nor the final sync at Close (the examples/ lessons count
 // the same way). Over each log's whole life they are checked against the
-// system calls counted by a vfs.Counter under the log; a warning line says
+// system calls counted by a faultfs.Counter under the log; a warning line says
 // if they ever disagree. On tmpfs or overlayfs fsync is nearly free and the
 // tables say little; walbench warns when it sees them.
 //

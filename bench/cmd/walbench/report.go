@@ -163,9 +163,9 @@ func writeChecks(w io.Writer, rep *report) {
 	fmt.Fprintf(w, "## counters\n\n")
 	if bad == 0 {
 		fmt.Fprintf(w, "wal.Stats fsync and directory-sync counts agreed with the system calls counted by "+
-			"vfs.Counter for all %d logs (%s fsyncs in all, Open to Close).\n\n", len(rep.Checks), fmtInt(fsyncs))
+			"faultfs.Counter for all %d logs (%s fsyncs in all, Open to Close).\n\n", len(rep.Checks), fmtInt(fsyncs))
 	} else {
-		fmt.Fprintf(w, "**warning**: wal.Stats disagreed with the vfs.Counter syscall count for %d of %d logs; "+
+		fmt.Fprintf(w, "**warning**: wal.Stats disagreed with the faultfs.Counter syscall count for %d of %d logs; "+
 			"see the warnings on stderr and counter_checks in -json.\n\n", bad, len(rep.Checks))
 	}
 	fmt.Fprintf(w, "Total run time %s.\n", rep.Elapsed.Round(100*time.Millisecond))

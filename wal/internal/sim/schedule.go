@@ -32,6 +32,7 @@ import (
 
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 )
 
 // A Source gives the generator its choices. Intn returns a value in
@@ -185,7 +186,7 @@ const (
 // kind On (any kind if 0) on Target counted from there.
 type Fault struct {
 	Kind   FaultKind
-	On     vfs.OpKind
+	On     faultfs.OpKind
 	Target Target
 	N      int
 	Errno  syscall.Errno
@@ -262,8 +263,8 @@ func pickPolicy(s Source) policy.Policy {
 
 var errnos = []syscall.Errno{syscall.EIO, syscall.EIO, syscall.ENOSPC}
 
-var faultOps = []vfs.OpKind{vfs.OpWrite, vfs.OpWrite, vfs.OpSync, vfs.OpSync, vfs.OpSync, vfs.OpSyncDir,
-	vfs.OpRename, vfs.OpRemove, vfs.OpCreate, vfs.OpRead, vfs.OpTruncate, 0}
+var faultOps = []faultfs.OpKind{faultfs.OpWrite, faultfs.OpWrite, faultfs.OpSync, faultfs.OpSync, faultfs.OpSync, faultfs.OpSyncDir,
+	faultfs.OpRename, faultfs.OpRemove, faultfs.OpCreate, faultfs.OpRead, faultfs.OpTruncate, 0}
 
 func pickCrash(s Source) End {
 	e := End{Kind: EndPower, Mode: s.Intn(4), Seed: int64(s.Intn(1 << 16)), Block: 512}
@@ -279,22 +280,22 @@ func pickFault(s Source, inOpen bool) Fault {
 		f.N = 1 + s.Intn(8)
 	}
 	if inOpen && s.Intn(2) == 0 {
-		f.On = vfs.OpRead
+		f.On = faultfs.OpRead
 	}
 	switch r := s.Intn(10); {
 	case r < 4:
 		f.Kind = FaultFail
 	case r < 5:
 		f.Kind = FaultShort
-		f.On = vfs.OpWrite
+		f.On = faultfs.OpWrite
 		f.Keep = s.Intn(600)
 	case r < 7:
 		f.Kind = FaultSyncLost
-		f.On = vfs.OpSync
+		f.On = faultfs.OpSync
 	case r < 8 && !inOpen:
 		f.Kind = FaultHold
 		if s.Intn(3) > 0 {
-			f.On = vfs.OpSync
+			f.On = faultfs.OpSync
 		}
 	default:
 		f.Kind = FaultFreeze
@@ -306,7 +307,7 @@ func pickFault(s Source, inOpen bool) Fault {
 	if inOpen && s.Intn(2) == 0 {
 		// Open's repairs (rewriting unvouched frames, zeroing a torn
 		// tail, finishing a cut) end in a segment sync: lose it
-		f = Fault{Kind: FaultSyncLost, On: vfs.OpSync, Target: TargetSegment, N: 1 + s.Intn(2), Errno: f.Errno}
+		f = Fault{Kind: FaultSyncLost, On: faultfs.OpSync, Target: TargetSegment, N: 1 + s.Intn(2), Errno: f.Errno}
 	}
 	return f
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 )
 
 // Result is what Execute found.
@@ -276,31 +277,31 @@ func (in *injector) unblock() {
 	in.once.Do(func() { close(in.release) })
 }
 
-func isDirOp(k vfs.OpKind) bool {
+func isDirOp(k faultfs.OpKind) bool {
 	switch k {
-	case vfs.OpSyncDir, vfs.OpRename, vfs.OpRemove, vfs.OpCreate, vfs.OpList, vfs.OpMkdirAll:
+	case faultfs.OpSyncDir, faultfs.OpRename, faultfs.OpRemove, faultfs.OpCreate, faultfs.OpList, faultfs.OpMkdirAll:
 		return true
 	}
 	return false
 }
 
-func (f *Fault) matches(op vfs.Op) bool {
+func (f *Fault) matches(op faultfs.Op) bool {
 	if f.On != 0 && op.Kind != f.On {
 		return false
 	}
 	base := filepath.Base(op.Path)
 	switch f.Target {
 	case TargetSegment:
-		return strings.HasSuffix(base, ".wal") && !isDirOp(op.Kind) || op.Kind == vfs.OpCreate
+		return strings.HasSuffix(base, ".wal") && !isDirOp(op.Kind) || op.Kind == faultfs.OpCreate
 	case TargetRecord:
-		return !strings.HasSuffix(base, ".wal") && op.Kind != vfs.OpSyncDir && op.Kind != vfs.OpList && op.Kind != vfs.OpMkdirAll
+		return !strings.HasSuffix(base, ".wal") && op.Kind != faultfs.OpSyncDir && op.Kind != faultfs.OpList && op.Kind != faultfs.OpMkdirAll
 	case TargetDir:
 		return isDirOp(op.Kind)
 	}
 	return true
 }
 
-func (in *injector) MaybeError(op vfs.Op) error {
+func (in *injector) MaybeError(op faultfs.Op) error {
 	if in.frozen.Load() {
 		<-in.release
 		return syscall.EIO
@@ -327,12 +328,12 @@ func (in *injector) MaybeError(op vfs.Op) error {
 			return a.f.Errno
 		case FaultShort:
 			in.mu.Unlock()
-			if op.Kind == vfs.OpWrite || op.Kind == vfs.OpRead {
-				return &vfs.ShortOp{Keep: a.f.Keep, Err: a.f.Errno}
+			if op.Kind == faultfs.OpWrite || op.Kind == faultfs.OpRead {
+				return &faultfs.ShortOp{Keep: a.f.Keep, Err: a.f.Errno}
 			}
 			return a.f.Errno
 		case FaultSyncLost:
-			if op.Kind == vfs.OpSync {
+			if op.Kind == faultfs.OpSync {
 				in.mem.FailNextSync(a.f.Errno)
 				in.mu.Unlock()
 				return nil
@@ -627,7 +628,7 @@ func (r *runner) open(run Run, crash EndKind, closedClean bool) (*wal.Log, *inje
 		}
 		var l *wal.Log
 		var err error
-		if !r.call("Open", inj, func() { l, err = wal.Open(r.sch.Dir, r.options(run, vfs.Inject(img, inj))) }) {
+		if !r.call("Open", inj, func() { l, err = wal.Open(r.sch.Dir, r.options(run, faultfs.Inject(img, inj))) }) {
 			if r.stop {
 				return nil, nil
 			}

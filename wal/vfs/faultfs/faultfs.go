@@ -1,4 +1,13 @@
-package vfs
+// Package faultfs injects faults into a [vfs.FS]: [Inject] wraps any
+// filesystem and asks an [Injector] before each operation whether it fails
+// (EIO, ENOSPC, EINTR, a short write or read), and [Counter] merely counts
+// the operations, so that a test can check the log's own counters against
+// the system calls it made. The rules in rules.go ([OnKind], [Nth],
+// [NoSpaceAfter], [ShortWriteOnNth], …) cover the common cases; an
+// [InjectorFunc] any other.
+//
+// It is test and benchmark machinery: package wal never imports it.
+package faultfs
 
 import (
 	"errors"
@@ -6,16 +15,18 @@ import (
 	"io"
 	"io/fs"
 	"sync/atomic"
+
+	"github.com/durawal/durawal/wal/vfs"
 )
 
 // ErrInjected is a ready error for injectors to return; it means "this
 // operation failed because a test said so".
-var ErrInjected = errors.New("vfs: injected fault")
+var ErrInjected = errors.New("faultfs: injected fault")
 
 // OpKind names one kind of operation that [Inject] can fail.
 type OpKind int
 
-// The operations of [FS] and [File], one kind per method.
+// The operations of [vfs.FS] and [vfs.File], one kind per method.
 const (
 	OpCreate OpKind = iota + 1
 	OpOpen
@@ -68,7 +79,7 @@ type Op struct {
 	Len int
 	// Method is the sync method asked for by OpCreate and OpOpenReadWrite,
 	// and the one the file was opened with for file operations.
-	Method SyncMethod
+	Method vfs.SyncMethod
 	// Index is the 1-based sequence number of this operation among all
 	// operations, of every kind, through this injected FS and its files.
 	Index int64
@@ -104,7 +115,7 @@ type ShortOp struct {
 
 // Error describes the short operation.
 func (s *ShortOp) Error() string {
-	return fmt.Sprintf("vfs: short operation (%d bytes): %v", s.Keep, s.Err)
+	return fmt.Sprintf("faultfs: short operation (%d bytes): %v", s.Keep, s.Err)
 }
 
 // Unwrap returns s.Err.
@@ -122,17 +133,17 @@ func (s *ShortOp) Unwrap() error { return s.Err }
 // the caller as is, so a test can show that the caller retries it. Closing
 // the io.Closer that Lock returns is not an operation. The returned FS is
 // safe for concurrent use if fsys and inj are.
-func Inject(fsys FS, inj Injector) FS { return &injectFS{fs: fsys, inj: inj} }
+func Inject(fsys vfs.FS, inj Injector) vfs.FS { return &injectFS{fs: fsys, inj: inj} }
 
 type injectFS struct {
-	fs    FS
+	fs    vfs.FS
 	inj   Injector
 	index atomic.Int64
 }
 
 // check asks the injector about one operation and returns the error to
 // report, wrapped, or the *ShortOp for reads and writes.
-func (f *injectFS) check(kind OpKind, path string, off int64, n int, m SyncMethod) error {
+func (f *injectFS) check(kind OpKind, path string, off int64, n int, m vfs.SyncMethod) error {
 	err := f.inj.MaybeError(Op{Kind: kind, Path: path, Offset: off, Len: n, Method: m, Index: f.index.Add(1)})
 	if err == nil {
 		return nil
@@ -157,7 +168,7 @@ func wrapOp(kind OpKind, path string, err error) error {
 	return &fs.PathError{Op: kind.String(), Path: path, Err: err}
 }
 
-func (f *injectFS) open(kind OpKind, name string, m SyncMethod, open func() (File, error)) (File, error) {
+func (f *injectFS) open(kind OpKind, name string, m vfs.SyncMethod, open func() (vfs.File, error)) (vfs.File, error) {
 	if err := f.check(kind, name, 0, 0, m); err != nil {
 		return nil, err
 	}
@@ -168,16 +179,16 @@ func (f *injectFS) open(kind OpKind, name string, m SyncMethod, open func() (Fil
 	return &injectFile{f: file, fs: f, name: name, method: m}, nil
 }
 
-func (f *injectFS) Create(name string, m SyncMethod) (File, error) {
-	return f.open(OpCreate, name, m, func() (File, error) { return f.fs.Create(name, m) })
+func (f *injectFS) Create(name string, m vfs.SyncMethod) (vfs.File, error) {
+	return f.open(OpCreate, name, m, func() (vfs.File, error) { return f.fs.Create(name, m) })
 }
 
-func (f *injectFS) Open(name string) (File, error) {
-	return f.open(OpOpen, name, Fdatasync, func() (File, error) { return f.fs.Open(name) })
+func (f *injectFS) Open(name string) (vfs.File, error) {
+	return f.open(OpOpen, name, vfs.Fdatasync, func() (vfs.File, error) { return f.fs.Open(name) })
 }
 
-func (f *injectFS) OpenReadWrite(name string, m SyncMethod) (File, error) {
-	return f.open(OpOpenReadWrite, name, m, func() (File, error) { return f.fs.OpenReadWrite(name, m) })
+func (f *injectFS) OpenReadWrite(name string, m vfs.SyncMethod) (vfs.File, error) {
+	return f.open(OpOpenReadWrite, name, m, func() (vfs.File, error) { return f.fs.OpenReadWrite(name, m) })
 }
 
 func (f *injectFS) Rename(oldname, newname string) error {
@@ -223,19 +234,23 @@ func (f *injectFS) Lock(name string) (io.Closer, error) {
 }
 
 type injectFile struct {
-	f      File
+	f      vfs.File
 	fs     *injectFS
 	name   string
-	method SyncMethod
+	method vfs.SyncMethod
 }
 
 // Alignment returns the wrapped file's alignment; it is not an operation.
 func (f *injectFile) Alignment() int { return f.f.Alignment() }
 
-func (f *injectFile) alignmentSource() string { return AlignmentSource(f.f) }
+// Unwrap returns the file f wraps, so that [vfs.AlignmentSource] reports the
+// underlying file's alignment source.
+func (f *injectFile) Unwrap() vfs.File { return f.f }
 
 // Writeback passes the hint through, uninjected: it changes no durability.
-func (f *injectFile) Writeback(off, n int64, wait bool) error { return Writeback(f.f, off, n, wait) }
+func (f *injectFile) Writeback(off, n int64, wait bool) error {
+	return vfs.Writeback(f.f, off, n, wait)
+}
 
 // short returns the prefix length and error of a *ShortOp, and ok=false for
 // any other error.
@@ -307,12 +322,12 @@ func (f *injectFile) Truncate(size int64) error {
 
 // Allocate is an operation (OpAllocate): a rule can fail it like a write,
 // e.g. with ENOSPC. Where the wrapped file cannot allocate, it returns the
-// wrapped file's error matching errors.ErrUnsupported, as [Allocate] does.
+// wrapped file's error matching errors.ErrUnsupported, as [vfs.Allocate] does.
 func (f *injectFile) Allocate(size int64) error {
 	if err := f.fs.check(OpAllocate, f.name, size, 0, f.method); err != nil {
 		return err
 	}
-	return Allocate(f.f, size)
+	return vfs.Allocate(f.f, size)
 }
 
 func (f *injectFile) Size() (int64, error) {

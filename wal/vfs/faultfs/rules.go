@@ -1,4 +1,4 @@
-package vfs
+package faultfs
 
 import (
 	"sync"
@@ -69,7 +69,7 @@ func Any(injs ...Injector) Injector {
 }
 
 // Counter is an [Injector] that fails nothing and counts the operations it
-// sees, per kind: vfs.Inject(vfs.OS(), c) counts real system calls. The zero
+// sees, per kind: faultfs.Inject(vfs.OS(), c) counts real system calls. The zero
 // value is ready to use; it is safe for concurrent use. Use it by pointer.
 type Counter struct {
 	counts [numOpKinds]atomic.Int64

@@ -1,4 +1,4 @@
-package vfs_test
+package faultfs_test
 
 import (
 	"bytes"
@@ -13,16 +13,28 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 )
 
-// recorder is an Injector that remembers every Op it saw.
-type recorder struct{ ops []vfs.Op }
+const dir = "/db"
 
-func (r *recorder) MaybeError(op vfs.Op) error { r.ops = append(r.ops, op); return nil }
+// newMem returns a MemFS holding the directory dir, its entry durable.
+func newMem(t *testing.T) *vfs.MemFS {
+	t.Helper()
+	m := vfs.NewMem()
+	require.NoError(t, m.MkdirAll(dir, 0o755))
+	require.NoError(t, m.SyncDir("/"))
+	return m
+}
+
+// recorder is an Injector that remembers every Op it saw.
+type recorder struct{ ops []faultfs.Op }
+
+func (r *recorder) MaybeError(op faultfs.Op) error { r.ops = append(r.ops, op); return nil }
 
 func TestInjectReportsOps(t *testing.T) {
 	rec := &recorder{}
-	fsys := vfs.Inject(newMem(t), rec)
+	fsys := faultfs.Inject(newMem(t), rec)
 	f, err := fsys.Create(dir+"/a", vfs.Fdatasync)
 	require.NoError(t, err)
 	_, err = f.WriteAt([]byte("abcd"), 10)
@@ -35,33 +47,33 @@ func TestInjectReportsOps(t *testing.T) {
 	require.NoError(t, fsys.Rename(dir+"/a", dir+"/b"))
 	require.NoError(t, fsys.SyncDir(dir))
 
-	want := []vfs.Op{
-		{Kind: vfs.OpCreate, Path: dir + "/a", Index: 1},
-		{Kind: vfs.OpWrite, Path: dir + "/a", Offset: 10, Len: 4, Index: 2},
-		{Kind: vfs.OpRead, Path: dir + "/a", Offset: 11, Len: 2, Index: 3},
-		{Kind: vfs.OpTruncate, Path: dir + "/a", Offset: 7, Index: 4},
-		{Kind: vfs.OpSync, Path: dir + "/a", Index: 5},
-		{Kind: vfs.OpClose, Path: dir + "/a", Index: 6},
-		{Kind: vfs.OpRename, Path: dir + "/a", Index: 7},
-		{Kind: vfs.OpSyncDir, Path: dir, Index: 8},
+	want := []faultfs.Op{
+		{Kind: faultfs.OpCreate, Path: dir + "/a", Index: 1},
+		{Kind: faultfs.OpWrite, Path: dir + "/a", Offset: 10, Len: 4, Index: 2},
+		{Kind: faultfs.OpRead, Path: dir + "/a", Offset: 11, Len: 2, Index: 3},
+		{Kind: faultfs.OpTruncate, Path: dir + "/a", Offset: 7, Index: 4},
+		{Kind: faultfs.OpSync, Path: dir + "/a", Index: 5},
+		{Kind: faultfs.OpClose, Path: dir + "/a", Index: 6},
+		{Kind: faultfs.OpRename, Path: dir + "/a", Index: 7},
+		{Kind: faultfs.OpSyncDir, Path: dir, Index: 8},
 	}
 	assert.Equal(t, want, rec.ops)
 }
 
 func TestOpKindString(t *testing.T) {
-	assert.Equal(t, "write", vfs.OpWrite.String())
-	assert.Equal(t, "openreadwrite", vfs.OpOpenReadWrite.String())
-	assert.Equal(t, "close", vfs.OpClose.String())
-	assert.Equal(t, "OpKind(99)", vfs.OpKind(99).String())
+	assert.Equal(t, "write", faultfs.OpWrite.String())
+	assert.Equal(t, "openreadwrite", faultfs.OpOpenReadWrite.String())
+	assert.Equal(t, "close", faultfs.OpClose.String())
+	assert.Equal(t, "OpKind(99)", faultfs.OpKind(99).String())
 }
 
 func TestOnIndexFailsThatOpOnly(t *testing.T) {
 	m := newMem(t)
-	fsys := vfs.Inject(m, vfs.OnIndex(2, vfs.ErrInjected))
+	fsys := faultfs.Inject(m, faultfs.OnIndex(2, faultfs.ErrInjected))
 	f, err := fsys.Create(dir+"/a", vfs.Fdatasync) // op 1
 	require.NoError(t, err)
 	n, err := f.WriteAt([]byte("x"), 0) // op 2
-	require.ErrorIs(t, err, vfs.ErrInjected)
+	require.ErrorIs(t, err, faultfs.ErrInjected)
 	assert.Zero(t, n)
 	var pe *fs.PathError
 	require.ErrorAs(t, err, &pe)
@@ -74,7 +86,7 @@ func TestOnIndexFailsThatOpOnly(t *testing.T) {
 
 func TestOnKindFailsEveryOpOfThatKind(t *testing.T) {
 	m := newMem(t)
-	fsys := vfs.Inject(m, vfs.OnKind(vfs.OpSync, syscall.EIO))
+	fsys := faultfs.Inject(m, faultfs.OnKind(faultfs.OpSync, syscall.EIO))
 	f, err := fsys.Create(dir+"/a", vfs.Fdatasync)
 	require.NoError(t, err)
 	for range 3 {
@@ -85,7 +97,7 @@ func TestOnKindFailsEveryOpOfThatKind(t *testing.T) {
 }
 
 func TestNthFailsOnlyTheNthOfItsKind(t *testing.T) {
-	fsys := vfs.Inject(newMem(t), vfs.Nth(vfs.OpWrite, 3, syscall.EIO))
+	fsys := faultfs.Inject(newMem(t), faultfs.Nth(faultfs.OpWrite, 3, syscall.EIO))
 	f, err := fsys.Create(dir+"/a", vfs.Fdatasync)
 	require.NoError(t, err)
 	var errs []error
@@ -102,14 +114,14 @@ func TestNthFailsOnlyTheNthOfItsKind(t *testing.T) {
 }
 
 func TestAnyAndCounted(t *testing.T) {
-	c := &vfs.Counter{}
-	boom := vfs.Counted(vfs.OnKind(vfs.OpRemove, vfs.ErrInjected))
-	fsys := vfs.Inject(newMem(t), vfs.Any(boom, c))
+	c := &faultfs.Counter{}
+	boom := faultfs.Counted(faultfs.OnKind(faultfs.OpRemove, faultfs.ErrInjected))
+	fsys := faultfs.Inject(newMem(t), faultfs.Any(boom, c))
 	writeFile(t, fsys, dir+"/a", "x")
 	err := fsys.Remove(dir + "/a")
-	require.ErrorIs(t, err, vfs.ErrInjected)
+	require.ErrorIs(t, err, faultfs.ErrInjected)
 	assert.EqualValues(t, 1, boom.Fired())
-	assert.EqualValues(t, 1, c.Count(vfs.OpRemove), "Any asks every injector")
+	assert.EqualValues(t, 1, c.Count(faultfs.OpRemove), "Any asks every injector")
 	assert.EqualValues(t, 5, c.Total()) // create, write, sync, close, remove
 	_, err = fsys.List(dir)
 	require.NoError(t, err)
@@ -118,14 +130,14 @@ func TestAnyAndCounted(t *testing.T) {
 
 func TestPathErrorIsNotWrappedTwice(t *testing.T) {
 	pe := &fs.PathError{Op: "custom", Path: "p", Err: syscall.EIO}
-	fsys := vfs.Inject(newMem(t), vfs.OnKind(vfs.OpCreate, pe))
+	fsys := faultfs.Inject(newMem(t), faultfs.OnKind(faultfs.OpCreate, pe))
 	_, err := fsys.Create(dir+"/a", vfs.Fdatasync)
 	assert.Same(t, pe, err)
 }
 
 func TestNoSpaceAfter(t *testing.T) {
 	m := newMem(t)
-	fsys := vfs.Inject(m, vfs.NoSpaceAfter(10))
+	fsys := faultfs.Inject(m, faultfs.NoSpaceAfter(10))
 	f, err := fsys.Create(dir+"/a", vfs.Fdatasync)
 	require.NoError(t, err)
 	n, err := f.WriteAt([]byte("123456"), 0)
@@ -147,7 +159,7 @@ func TestNoSpaceAfter(t *testing.T) {
 
 func TestShortWriteOnNth(t *testing.T) {
 	m := newMem(t)
-	fsys := vfs.Inject(m, vfs.ShortWriteOnNth(2, 3, syscall.EIO))
+	fsys := faultfs.Inject(m, faultfs.ShortWriteOnNth(2, 3, syscall.EIO))
 	f, err := fsys.Create(dir+"/a", vfs.Fdatasync)
 	require.NoError(t, err)
 	_, err = f.WriteAt([]byte("first|"), 0)
@@ -158,7 +170,7 @@ func TestShortWriteOnNth(t *testing.T) {
 	assert.Equal(t, "first|sec", readFile(t, m, dir+"/a"))
 
 	// With a nil error the short write still reports one.
-	fsys = vfs.Inject(m, vfs.ShortWriteOnNth(1, 2, nil))
+	fsys = faultfs.Inject(m, faultfs.ShortWriteOnNth(1, 2, nil))
 	g, err := fsys.OpenReadWrite(dir+"/a", vfs.Fdatasync)
 	require.NoError(t, err)
 	n, err = g.WriteAt([]byte("XYZ"), 0)
@@ -169,7 +181,7 @@ func TestShortWriteOnNth(t *testing.T) {
 func TestShortReadOnNth(t *testing.T) {
 	m := newMem(t)
 	writeFile(t, m, dir+"/a", "0123456789")
-	fsys := vfs.Inject(m, vfs.ShortReadOnNth(2, 4))
+	fsys := faultfs.Inject(m, faultfs.ShortReadOnNth(2, 4))
 	f, err := fsys.Open(dir + "/a")
 	require.NoError(t, err)
 	buf := make([]byte, 8)
@@ -187,14 +199,14 @@ func TestShortReadOnNth(t *testing.T) {
 }
 
 func TestShortOpOnOtherKindsFails(t *testing.T) {
-	fsys := vfs.Inject(newMem(t), vfs.OnKind(vfs.OpCreate, &vfs.ShortOp{Keep: 1}))
+	fsys := faultfs.Inject(newMem(t), faultfs.OnKind(faultfs.OpCreate, &faultfs.ShortOp{Keep: 1}))
 	_, err := fsys.Create(dir+"/a", vfs.Fdatasync)
-	require.ErrorIs(t, err, vfs.ErrInjected)
+	require.ErrorIs(t, err, faultfs.ErrInjected)
 }
 
 func TestEINTRIsPassedThrough(t *testing.T) {
 	m := newMem(t)
-	fsys := vfs.Inject(m, vfs.Nth(vfs.OpSync, 1, syscall.EINTR))
+	fsys := faultfs.Inject(m, faultfs.Nth(faultfs.OpSync, 1, syscall.EINTR))
 	f, err := fsys.Create(dir+"/a", vfs.Fdatasync)
 	require.NoError(t, err)
 	require.ErrorIs(t, f.Sync(), syscall.EINTR, "Inject does not retry")
@@ -203,7 +215,7 @@ func TestEINTRIsPassedThrough(t *testing.T) {
 }
 
 func TestInjectedCloseStillCloses(t *testing.T) {
-	fsys := vfs.Inject(newMem(t), vfs.OnKind(vfs.OpClose, syscall.EIO))
+	fsys := faultfs.Inject(newMem(t), faultfs.OnKind(faultfs.OpClose, syscall.EIO))
 	f, err := fsys.Create(dir+"/a", vfs.Fdatasync)
 	require.NoError(t, err)
 	require.ErrorIs(t, f.Close(), syscall.EIO)
@@ -212,8 +224,8 @@ func TestInjectedCloseStillCloses(t *testing.T) {
 }
 
 func TestCounterOnOSCountsSyncs(t *testing.T) {
-	c := &vfs.Counter{}
-	fsys := vfs.Inject(vfs.OS(), c)
+	c := &faultfs.Counter{}
+	fsys := faultfs.Inject(vfs.OS(), c)
 	d := t.TempDir()
 	f, err := fsys.Create(filepath.Join(d, "a"), vfs.Fdatasync)
 	require.NoError(t, err)
@@ -225,21 +237,48 @@ func TestCounterOnOSCountsSyncs(t *testing.T) {
 	}
 	require.NoError(t, fsys.SyncDir(d))
 	require.NoError(t, f.Close())
-	assert.EqualValues(t, syncs, c.Count(vfs.OpSync))
-	assert.EqualValues(t, syncs, c.Count(vfs.OpWrite))
-	assert.EqualValues(t, 1, c.Count(vfs.OpSyncDir))
-	assert.EqualValues(t, 1, c.Count(vfs.OpCreate))
-	assert.Zero(t, c.Count(vfs.OpRead))
-	assert.Zero(t, c.Count(vfs.OpKind(0)))
+	assert.EqualValues(t, syncs, c.Count(faultfs.OpSync))
+	assert.EqualValues(t, syncs, c.Count(faultfs.OpWrite))
+	assert.EqualValues(t, 1, c.Count(faultfs.OpSyncDir))
+	assert.EqualValues(t, 1, c.Count(faultfs.OpCreate))
+	assert.Zero(t, c.Count(faultfs.OpRead))
+	assert.Zero(t, c.Count(faultfs.OpKind(0)))
 }
 
 func TestMemFSSyncFailurePassesThroughInject(t *testing.T) {
 	m := newMem(t)
-	fsys := vfs.Inject(m, &vfs.Counter{})
+	fsys := faultfs.Inject(m, &faultfs.Counter{})
 	f, err := fsys.Create(dir+"/a", vfs.Fdatasync)
 	require.NoError(t, err)
 	m.FailNextSync(syscall.EIO)
 	err = f.Sync()
 	require.ErrorIs(t, err, syscall.EIO)
-	require.False(t, errors.Is(err, vfs.ErrInjected))
+	require.False(t, errors.Is(err, faultfs.ErrInjected))
+}
+
+// readFile returns the whole content of name in fsys.
+func readFile(t *testing.T, fsys vfs.FS, name string) string {
+	t.Helper()
+	f, err := fsys.Open(name)
+	require.NoError(t, err)
+	defer f.Close()
+	size, err := f.Size()
+	require.NoError(t, err)
+	buf := make([]byte, size)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		require.NoError(t, err)
+	}
+	return string(buf[:n])
+}
+
+// writeFile creates name in fsys holding content, synced.
+func writeFile(t *testing.T, fsys vfs.FS, name, content string) {
+	t.Helper()
+	f, err := fsys.Create(name, vfs.Fdatasync)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte(content), 0)
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Close())
 }
