@@ -132,7 +132,7 @@ func BenchmarkBatch(b *testing.B) {
 				b.SetBytes(int64(size) * batch)
 				b.ReportAllocs()
 				commitLoad(b, l, 1, func(ctx context.Context) error {
-					_, err := l.AppendBatch(ctx, recs)
+					_, err := l.AppendBatchContext(ctx, recs)
 					return err
 				})
 				b.ReportMetric(float64(b.N)*batch/b.Elapsed().Seconds(), "records/s")

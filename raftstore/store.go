@@ -39,7 +39,7 @@
 //
 // DeleteRange of a prefix writes the new first index to "first-index"
 // (temporary file, sync, rename, directory sync), then removes the
-// segments below it; of a suffix it cuts the log ([wal.Log.TruncateAfter],
+// segments below it; of a suffix it cuts the log ([wal.Log.TruncateFrom],
 // crash-safe); of the whole log it cuts everything. A range in the middle
 // is an error, as in hashicorp/raft-wal: Raft never asks for one.
 package raftstore
@@ -345,7 +345,7 @@ func (s *Store) DeleteRange(min, max uint64) error {
 	case min <= first && max >= last: // everything
 		s.cut.Lock() // no GetLog reads an LSN the cut may reuse
 		defer s.cut.Unlock()
-		if err := s.log.TruncateAfter(s.log.FirstLSN()); err != nil {
+		if err := s.log.TruncateFrom(s.log.FirstLSN()); err != nil {
 			return err
 		}
 		s.mu.Lock()
@@ -370,7 +370,7 @@ func (s *Store) DeleteRange(min, max uint64) error {
 		s.mu.RLock()
 		at := s.lsns[min-s.base]
 		s.mu.RUnlock()
-		if err := s.log.TruncateAfter(at); err != nil {
+		if err := s.log.TruncateFrom(at); err != nil {
 			return err
 		}
 		s.mu.Lock()

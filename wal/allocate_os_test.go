@@ -91,7 +91,7 @@ func TestAllocatedSegmentsRealFS(t *testing.T) {
 				require.True(t, equalRecs(want[k:], got))
 				// One large batch above the 2 MiB buffer.
 				big := [][]byte{bytes.Repeat([]byte{7}, 40<<10)}
-				_, err = l.AppendBatch(context.Background(), big)
+				_, err = l.AppendBatchContext(context.Background(), big)
 				require.NoError(t, err)
 			})
 		}

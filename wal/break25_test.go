@@ -138,10 +138,10 @@ func TestBreak25EpochBadInputs(t *testing.T) {
 }
 
 // raftWorkload runs, on fsys: Open, append 12 same-size records (stream 1),
-// sync, TruncateAfter(the 6th: it and those after are dropped), append 7 records of stream 2 (same size, so
+// sync, TruncateFrom(the 6th: it and those after are dropped), append 7 records of stream 2 (same size, so
 // they land exactly where the cut ones were), sync, Close. It stops at the
 // first error (the injected crash). It returns the records acknowledged
-// (synced) by LSN, the cut ones' content, and whether TruncateAfter returned
+// (synced) by LSN, the cut ones' content, and whether TruncateFrom returned
 // nil.
 func raftWorkload(fsys vfs.FS) (acked map[wal.LSN][]byte, cut map[string]bool, cutDone bool) {
 	acked = map[wal.LSN][]byte{}
@@ -168,12 +168,12 @@ func raftWorkload(fsys vfs.FS) (acked map[wal.LSN][]byte, cut map[string]bool, c
 	for k, v := range pending {
 		acked[k] = v
 	}
-	// TruncateAfter(lsn) drops lsn and after. Once it is called, records
+	// TruncateFrom(lsn) drops lsn and after. Once it is called, records
 	// 5..11 may go (a failed cut is either undone or finished by Open).
 	for i := 5; i < 12; i++ {
 		delete(acked, lsns[i])
 	}
-	if l.TruncateAfter(lsns[5]) != nil {
+	if l.TruncateFrom(lsns[5]) != nil {
 		return
 	}
 	cutDone = true
@@ -329,7 +329,7 @@ func legacyCutWorkload(fsys vfs.FS, orig []wal.LSN, origRecs [][]byte, cutIdx in
 		return
 	}
 	defer l.Close()
-	if l.TruncateAfter(orig[cutIdx]) != nil {
+	if l.TruncateFrom(orig[cutIdx]) != nil {
 		return
 	}
 	for i := cutIdx; i < len(orig); i++ {
@@ -353,7 +353,7 @@ func legacyCutWorkload(fsys vfs.FS, orig []wal.LSN, origRecs [][]byte, cutIdx in
 	return
 }
 
-// TestBreak25LegacyCutCrashEveryOp: TruncateAfter into a segment of each
+// TestBreak25LegacyCutCrashEveryOp: TruncateFrom into a segment of each
 // older format (fixtures v1..v4), at a record in the last segment and at one
 // in an earlier segment, then appends; crashed at every filesystem
 // operation under several crash modes, then recovered.

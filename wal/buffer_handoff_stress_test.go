@@ -289,7 +289,7 @@ func requireGoroutines(t *testing.T, base int) {
 	t.Fatalf("goroutines after Close: %d, before %d:\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
 }
 
-// TestTruncateRacesHandoff: TruncateAfter while appenders fill a tiny log
+// TestTruncateRacesHandoff: TruncateFrom while appenders fill a tiny log
 // buffer: nothing hangs; after a reopen the log is a prefix-consistent
 // sequence (each record readable, LSNs increasing).
 func TestTruncateRacesHandoff(t *testing.T) {
@@ -340,10 +340,10 @@ func TestTruncateRacesHandoff(t *testing.T) {
 					epoch.Add(1)
 					continue
 				}
-				err := l.TruncateAfter(lsn)
+				err := l.TruncateFrom(lsn)
 				epoch.Add(1)
 				if err != nil && !errors.Is(err, wal.ErrNotFound) {
-					t.Fatalf("TruncateAfter(%d): %v", lsn, err)
+					t.Fatalf("TruncateFrom(%d): %v", lsn, err)
 				}
 			}
 			close(stop)
@@ -394,7 +394,7 @@ func TestSyncFailsWhileHandoffPending(t *testing.T) {
 					for i := range 200 {
 						var err error
 						if i%3 == 0 {
-							_, err = l.AppendBatch(context.Background(), [][]byte{payload(i, 100), payload(i, 5000), payload(i, 10)})
+							_, err = l.AppendBatchContext(context.Background(), [][]byte{payload(i, 100), payload(i, 5000), payload(i, 10)})
 						} else {
 							_, err = l.Append(payload(g*1000+i, 1+(i*53)%600))
 						}

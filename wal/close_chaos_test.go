@@ -110,7 +110,7 @@ func chaosRun(t *testing.T, seed int, rng *rand.Rand, pol policy.Policy, method 
 				var err error
 				switch i % 4 {
 				case 0:
-					lsn, err = l.AppendBatch(ctx, [][]byte{payload(i, 100+g*50), payload(i+1, 900)})
+					lsn, err = l.AppendBatchContext(ctx, [][]byte{payload(i, 100+g*50), payload(i+1, 900)})
 				case 1:
 					lsn, err = l.AppendContext(ctx, payload(i, 300), wal.ForceSync)
 				default:
@@ -153,7 +153,7 @@ func chaosRun(t *testing.T, seed int, rng *rand.Rand, pol policy.Policy, method 
 				}
 			case 4:
 				if i%50 == 4 {
-					report("truncate", l.TruncateAfter(wal.LSN(lastLSN.Load())))
+					report("truncate", l.TruncateFrom(wal.LSN(lastLSN.Load())))
 				}
 			case 5:
 				r, err := l.NewReader(l.FirstLSN(), wal.DurableOnly)

@@ -94,7 +94,7 @@ func TestAppendWithDoneContextAppendsNothing(t *testing.T) {
 			_, err := l.AppendContext(ctx, []byte("x"))
 			require.ErrorIs(t, err, wal.ErrNotAppended)
 			require.ErrorIs(t, err, context.Canceled)
-			_, err = l.AppendBatch(ctx, [][]byte{[]byte("a"), []byte("b")})
+			_, err = l.AppendBatchContext(ctx, [][]byte{[]byte("a"), []byte("b")})
 			require.ErrorIs(t, err, wal.ErrNotAppended)
 			require.ErrorIs(t, err, context.Canceled)
 			var be *wal.BatchError

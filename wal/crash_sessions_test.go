@@ -51,7 +51,7 @@ func sessionCheck(t *testing.T, img vfs.FS, opts wal.Options, h *sessionHistory,
 }
 
 // TestCrashAcrossSessions runs, per seed, five sessions on one log: random
-// appends, syncs, RemoveBefore and TruncateAfter under a random policy and
+// appends, syncs, RemoveBefore and TruncateFrom under a random policy and
 // sync method, with segment recycling, each session ending in a clean Close
 // or a crash image of each kind (or a crash right after Open's repair).
 // Every image must recover a prefix holding every durable record, read the
@@ -139,7 +139,7 @@ func TestCrashAcrossSessions(t *testing.T) {
 						if len(h.lsns) > 3 {
 							k := len(h.lsns) - 1 - rng.IntN(3)
 							if h.lsns[k] >= l.FirstLSN() {
-								require.NoError(t, l.TruncateAfter(h.lsns[k]))
+								require.NoError(t, l.TruncateFrom(h.lsns[k]))
 								h.lsns, h.recs = h.lsns[:k:k], h.recs[:k:k]
 								h.acked = k
 							}

@@ -273,7 +273,7 @@ func powerLossSeed(t *testing.T, seed int64, method vfs.SyncMethod, images *atom
 				for j := range recs {
 					recs[j] = record(int(seed), i*10+j, size())
 				}
-				lsn, err := l.AppendBatch(t.Context(), recs)
+				lsn, err := l.AppendBatchContext(t.Context(), recs)
 				require.NoError(t, err)
 				for _, rec := range recs {
 					h.add(lsn, rec)

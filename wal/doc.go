@@ -78,7 +78,7 @@
 // as durable, are quarantined and the segment removed
 // ([RecoveryInfo].DroppedSegment).
 //
-// [Log.TruncateAfter] cuts the end of the log at a record's LSN. It records
+// [Log.TruncateFrom] cuts the end of the log at a record's LSN. It records
 // the cut in the file "truncate-lsn" (16 bytes: the LSN and its xxhash64;
 // written under a temporary name, synced, renamed, directory synced), begins
 // a new epoch at the cut (below), then zeroes and syncs the dropped frames of
@@ -95,7 +95,7 @@
 // a segment file draws a random use ID, written in its header, that seeds
 // every frame's checksum with the LSN; and the file "epoch" records the
 // log's epoch and the LSN it starts at, which every writable Open (at the
-// recovered end) and every TruncateAfter (at the cut) raise, durably, before
+// recovered end) and every TruncateFrom (at the cut) raise, durably, before
 // any frame of the new epoch. Every frame carries its epoch; one at or
 // after the epoch's start must carry the current one, so a dropped or torn
 // frame that a crash kept ends the log there, like a torn tail, instead of
@@ -248,7 +248,7 @@
 // retries a sync), [ErrDurabilityUnknown] for the commits of the failed
 // group, [ErrNoSpace] when no new segment can be created (not poisoned),
 // [ErrInvalidOptions], [ErrForeignFile], [ErrNotFound], [ErrTruncated] (a
-// Reader past a TruncateAfter's cut), [ErrReadOnly] (a writing method on a
+// Reader past a TruncateFrom's cut), [ErrReadOnly] (a writing method on a
 // Log opened with OpenReadOnly), and [ErrNotAppended]
 // (with a context error) when a context ended before a record got an LSN.
 package wal

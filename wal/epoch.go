@@ -9,7 +9,7 @@ import (
 )
 
 // epochName is the file recording the log's current epoch: a number that
-// every writable Open and every TruncateAfter raises, and the LSN from which
+// every writable Open and every TruncateFrom raises, and the LSN from which
 // the frames of that epoch start. It is written (temporary name, sync,
 // rename, directory sync) before any frame of the new epoch, and every
 // frame of a format-6 segment carries the epoch it was written in.
@@ -46,7 +46,7 @@ func readEpoch(fsys vfs.FS, dir string) (epochRule, error) {
 
 // beginEpoch makes the epoch after the current one, starting at start,
 // durable, and makes it the one new frames carry. The caller holds every
-// writer off (Open before it returns, TruncateAfter with appends held).
+// writer off (Open before it returns, TruncateFrom with appends held).
 func (l *Log) beginEpoch(start LSN) error {
 	if l.epoch.N == math.MaxUint64 {
 		return &CorruptionError{Segment: epochName, Offset: 0,

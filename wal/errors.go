@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+
+	"github.com/durawal/durawal/wal/vfs"
 )
 
 // Sentinel errors. Match them with errors.Is; the returned errors usually wrap
@@ -53,23 +55,25 @@ var (
 	// overlay and FUSE mounts, ext4 data=journal, or on darwin) and
 	// Options.AllowSyncMethodFallback is not set. The error names the
 	// method and the path, and wraps the filesystem's error.
-	ErrSyncMethodUnsupported = errors.New("wal: sync method not supported by the filesystem")
+	// It is the same value as vfs.ErrSyncMethodUnsupported, so either name
+	// matches whichever layer refused.
+	ErrSyncMethodUnsupported = vfs.ErrSyncMethodUnsupported
 	// ErrUnsupportedVersion is returned by Open for a segment written in a
 	// format version this build does not read (a newer durawal wrote it).
 	// It is not damage: it does not match ErrCorrupt. The error names the
 	// segment, its version and the version this build reads.
 	ErrUnsupportedVersion = errors.New("wal: unsupported segment format version")
-	// ErrNotFound is returned by NewReader, ReadRecord and TruncateAfter for
+	// ErrNotFound is returned by NewReader, ReadRecord and TruncateFrom for
 	// an LSN below the first segment kept (removed by RemoveBefore) or above
 	// the appended LSN.
 	ErrNotFound = errors.New("wal: LSN not in the log")
-	// ErrTruncated is returned by Reader.Next once Log.TruncateAfter has
+	// ErrTruncated is returned by Reader.Next once Log.TruncateFrom has
 	// cut the log at or before the Reader's position: the records it was
 	// about to read are gone. Open a new Reader at or before the cut.
 	ErrTruncated = errors.New("wal: reader positioned past a truncation")
 	// ErrReadOnly is returned by every method that would change the log
-	// (Append, AppendContext, AppendBatch, AppendBatchLSNs, Sync,
-	// SyncContext, WaitDurable, RemoveBefore, TruncateAfter) on a Log
+	// (Append, AppendContext, AppendBatch, AppendBatchContext, AppendBatchLSNs, Sync,
+	// SyncContext, WaitDurable, RemoveBefore, TruncateFrom) on a Log
 	// opened with OpenReadOnly. Nothing was appended or changed.
 	ErrReadOnly = errors.New("wal: log opened read-only")
 )

@@ -151,7 +151,7 @@ func ExampleLog_AppendBatch() {
 	}
 	defer l.Close()
 	batch := [][]byte{[]byte("debit a 10"), []byte("credit b 10"), []byte("commit")}
-	first, err := l.AppendBatch(context.Background(), batch)
+	first, err := l.AppendBatchContext(context.Background(), batch)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -8,6 +8,13 @@ func WithScanWindow(o Options, n int64) Options {
 	return o
 }
 
+// WithUnsafeRetrySync returns o retrying a failed sync, the fsyncgate
+// mistake, so a test can show what it loses.
+func WithUnsafeRetrySync(o Options) Options {
+	o.unsafeRetrySync = true
+	return o
+}
+
 // The format versions this build writes: for a zero-filled segment and for
 // a recycled one.
 const (

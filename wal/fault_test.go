@@ -3,7 +3,7 @@ package wal_test
 // Fault tests (docs/failure-model.md): a failed sync poisons the log and
 // fails its whole group, EINTR is retried, ENOSPC at segment creation is
 // back-pressure and not poison, a short write never leaves a partial frame
-// that later frames follow, and UnsafeRetrySync loses acknowledged data.
+// that later frames follow, and retrying a failed sync loses acknowledged data.
 
 import (
 	"fmt"
@@ -362,7 +362,7 @@ func TestFaultShortWriteThenError(t *testing.T) {
 
 // TestFaultUnsafeRetrySyncLosesAckedData is §7.5 property 3, the fsyncgate
 // negative test. Linux marks the pages of a failed fsync clean, so a retried
-// fsync "succeeds" without writing them. With Options.UnsafeRetrySync the log
+// fsync "succeeds" without writing them. With the retry on (WithUnsafeRetrySync) the log
 // retries, acknowledges the commit as durable, and a power loss shows it
 // lost; if the log went on appending, the next Open even finds "synced" data
 // missing and reports corruption. With the default the commit gets an error
@@ -370,7 +370,10 @@ func TestFaultShortWriteThenError(t *testing.T) {
 func TestFaultUnsafeRetrySyncLosesAckedData(t *testing.T) {
 	run := func(t *testing.T, unsafe bool, more int) (*vfs.MemFS, wal.Options, []jrec, jrec) {
 		mem := vfs.NewMem()
-		opts := wal.Options{FS: mem, SegmentSize: 1 << 20, UnsafeRetrySync: unsafe}
+		opts := wal.Options{FS: mem, SegmentSize: 1 << 20}
+		if unsafe {
+			opts = wal.WithUnsafeRetrySync(opts)
+		}
 		l, err := wal.Open(faultDir, opts)
 		require.NoError(t, err)
 		var j journal
@@ -405,7 +408,7 @@ func TestFaultUnsafeRetrySyncLosesAckedData(t *testing.T) {
 		mem, opts, _, x := run(t, true, 0)
 		_, err := recoverImage(t, mem.PowerLoss(vfs.DropAll()), faultDir, opts)
 		var ce *wal.CorruptionError
-		require.ErrorAs(t, err, &ce, "the acknowledged record at LSN %d was lost: this is why UnsafeRetrySync is unsafe", x.lsn)
+		require.ErrorAs(t, err, &ce, "the acknowledged record at LSN %d was lost: this is why retrying a failed sync is unsafe", x.lsn)
 		require.ErrorIs(t, err, wal.ErrCorrupt)
 		require.Contains(t, ce.Reason, fmt.Sprintf("at LSN %d", x.lsn))
 	})

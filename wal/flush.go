@@ -17,7 +17,7 @@ import (
 // A write or sync failure poisons the log; the group gets an error matching
 // both ErrDurabilityUnknown and ErrPoisoned.
 func (l *Log) flush(need groupcommit.Level) (written, synced uint64, err error) {
-	l.flushMu.Lock() // TruncateAfter waits for it: the queue positions returned stay consistent
+	l.flushMu.Lock() // TruncateFrom waits for it: the queue positions returned stay consistent
 	defer l.flushMu.Unlock()
 	if l.shut {
 		return l.written.Load() + l.qbase, l.synced.Load() + l.qbase, ErrClosed
@@ -651,13 +651,13 @@ func (l *Log) syncWrittenSynced(groups bool) (synced bool, err error) {
 var syncHook = func(l *Log, s *segment) error { return l.syncFile(s.f) } // crashlab_broken.go replaces it
 
 // syncTimed syncs s, records the sync's timing, and applies the failure rule:
-// a failed sync is final unless Options.UnsafeRetrySync is set.
+// a failed sync is final (a test may set Options.unsafeRetrySync).
 func (l *Log) syncTimed(s *segment) error {
 	l.lastSyncStart.Store(int64(time.Since(l.opened)))
 	err := syncHook(l, s)
 	if err != nil {
 		l.stats.fsyncErrors.Add(1)
-		if l.opts.UnsafeRetrySync {
+		if l.opts.unsafeRetrySync {
 			// The fsyncgate mistake, on purpose: the retry may "succeed"
 			// although the kernel dropped the data the failed sync covered.
 			l.opts.Logger.Warn("wal: UNSAFE: retrying a failed sync", "segment", s.path, "err", err)
@@ -828,7 +828,7 @@ func (l *Log) runBackgroundSync() error {
 	if didSync { // not when another sync had covered everything, or under O_DSYNC
 		l.stats.backgroundSyncs.Add(1)
 	}
-	l.syncMu.Lock() // TruncateAfter changes qbase under syncMu
+	l.syncMu.Lock() // TruncateFrom changes qbase under syncMu
 	synced := l.synced.Load() + l.qbase
 	l.syncMu.Unlock()
 	l.q.Advance(synced, synced) // what it made durable, no further: see sealInBackground

@@ -21,7 +21,7 @@ type DirInfo struct {
 	Segments []LSN
 	// First is the "first-lsn" record: where the log starts.
 	First LSNRecord
-	// Truncate is the "truncate-lsn" record: a TruncateAfter that has not
+	// Truncate is the "truncate-lsn" record: a TruncateFrom that has not
 	// finished (Present is false when none is pending).
 	Truncate LSNRecord
 	// Epoch is the "epoch" record: the log's current epoch and the LSN
@@ -57,7 +57,7 @@ type LSNRecord struct {
 
 // EpochRecord is the content of the 24-byte file "epoch": the log's
 // current epoch, the LSN from which its frames start, and their xxhash64.
-// Every writable Open and every TruncateAfter writes a new one before any
+// Every writable Open and every TruncateFrom writes a new one before any
 // frame of the new epoch.
 type EpochRecord struct {
 	// Present reports that the file exists (a log written before epochs

@@ -10,7 +10,7 @@ import (
 )
 
 // TestLegacySegmentEmptiedThenAppended: a log of an older format, emptied
-// by TruncateAfter(FirstLSN()), takes an append: the append rolls away from
+// by TruncateFrom(FirstLSN()), takes an append: the append rolls away from
 // the older segment (Open never appends to one) into a new segment whose
 // first LSN is the older one's, so the older file must not be reused or
 // overwritten under the same name while it is still the log's.
@@ -21,7 +21,7 @@ func TestLegacySegmentEmptiedThenAppended(t *testing.T) {
 			l, err := wal.Open(dir, wal.Options{})
 			require.NoError(t, err)
 			first := l.FirstLSN()
-			require.NoError(t, l.TruncateAfter(first))
+			require.NoError(t, l.TruncateFrom(first))
 			r, err := l.NewReader(first)
 			require.NoError(t, err)
 			_, _, err = r.Next()

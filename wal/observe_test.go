@@ -87,7 +87,7 @@ func TestObserverMatchesStats(t *testing.T) {
 			for i := range each {
 				var err error
 				if i%10 == 0 {
-					_, err = l.AppendBatch(context.Background(), [][]byte{payload(w*each+i, 100), payload(w*each+i, 50)})
+					_, err = l.AppendBatchContext(context.Background(), [][]byte{payload(w*each+i, 100), payload(w*each+i, 50)})
 				} else {
 					_, err = l.Append(payload(w*each+i, 100))
 				}

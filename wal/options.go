@@ -183,12 +183,11 @@ type Options struct {
 	// scanWindow, if positive, replaces scanWindow for this Log's recovery
 	// scans: tests set it (export_test.go) so that frames straddle windows.
 	scanWindow int64
-	// UnsafeRetrySync retries a failed sync and, if the retry succeeds,
-	// acknowledges the commits as durable. This is the fsyncgate mistake
-	// (PostgreSQL data_sync_retry=on): on Linux the retried sync can succeed
-	// although the data was lost. It exists only to demonstrate that loss in
-	// tests. Default false: a failed sync poisons the log.
-	UnsafeRetrySync bool
+	// unsafeRetrySync retries a failed sync and, if the retry succeeds,
+	// acknowledges the commits as durable: the fsyncgate mistake
+	// (PostgreSQL data_sync_retry=on). Only a test sets it
+	// (export_test.go), to show the data it loses.
+	unsafeRetrySync bool
 }
 
 func (o Options) withDefaults() Options {

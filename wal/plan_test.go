@@ -61,7 +61,7 @@ var planCases = []struct {
 		return mem
 	}},
 	{"interrupted-cut", func(t *testing.T) *vfs.MemFS {
-		// TruncateAfter recorded the cut and its epoch, and its sync of
+		// TruncateFrom recorded the cut and its epoch, and its sync of
 		// the zeroed frames failed: the cut is recorded, not finished.
 		mem := vfs.NewMem()
 		var armed atomic.Bool
@@ -81,7 +81,7 @@ var planCases = []struct {
 			lsns = append(lsns, lsn)
 		}
 		armed.Store(true)
-		require.ErrorIs(t, l.TruncateAfter(lsns[5]), wal.ErrPoisoned)
+		require.ErrorIs(t, l.TruncateFrom(lsns[5]), wal.ErrPoisoned)
 		img := mem.ProcessCrash()
 		l.Close()
 		return img

@@ -24,7 +24,7 @@ import (
 func FrameSize(n int) int64 { return frameSize(n) }
 
 // FirstLSN returns the LSN of the oldest record kept: the first LSN of the
-// oldest segment, which RemoveBefore raises and TruncateAfter may set. It
+// oldest segment, which RemoveBefore raises and TruncateFrom may set. It
 // is current at any time, unlike RecoveryInfo.FirstLSN, which says what
 // Open found. Safe for concurrent use; valid after Close (the last value).
 func (l *Log) FirstLSN() LSN {
@@ -48,7 +48,7 @@ func (l *Log) FirstLSN() LSN {
 // ErrDurabilityUnknown).
 //
 // ReadRecord is safe for concurrent use, with appends, with other reads,
-// and with RemoveBefore and TruncateAfter (which it waits for). Errors:
+// and with RemoveBefore and TruncateFrom (which it waits for). Errors:
 // ErrNotFound if lsn is below FirstLSN, at or above the appended LSN, or
 // not a multiple of 8; a *CorruptionError (ErrCorrupt) if no valid frame is
 // at lsn (damage, or lsn is not where a record starts); ErrClosed; the

@@ -416,7 +416,7 @@ func TestReaderNextContext(t *testing.T) {
 	got := make(chan wal.LSN, 100)
 	go func() {
 		for {
-			lsn, _, err := tail.NextContext(context.Background())
+			lsn, _, err := tail.Follow(context.Background())
 			if err != nil {
 				close(got)
 				return
@@ -438,14 +438,14 @@ func TestReaderNextContext(t *testing.T) {
 	}
 	// Not durable yet: the durable reader waits until its context ends.
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	_, _, err = durable.NextContext(ctx)
+	_, _, err = durable.Follow(ctx)
 	cancel()
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	done := make(chan []wal.LSN)
 	go func() {
 		var seen []wal.LSN
 		for len(seen) < len(lsns) {
-			lsn, _, err := durable.NextContext(context.Background())
+			lsn, _, err := durable.Follow(context.Background())
 			if err != nil {
 				break
 			}

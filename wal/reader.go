@@ -22,7 +22,7 @@ const readWindow = 256 << 10
 // Reader replays records in LSN order, across segments, from the file
 // system: it sees the records written to the OS (up to [Log.WrittenLSN] when
 // it reaches them; with [DurableOnly], up to [Log.SyncedLSN]), not those
-// still in the log buffer. [Reader.NextContext] waits for new records. A Reader is not safe
+// still in the log buffer. [Reader.Follow] waits for new records. A Reader is not safe
 // for concurrent use; several Readers may run beside appends.
 type Reader struct {
 	l     *Log
@@ -36,8 +36,8 @@ type Reader struct {
 	wlsn  LSN
 	err   error
 
-	// cut is the lowest LSN a TruncateAfter cut the log at since Next last
-	// looked (noCut if none): TruncateAfter lowers it, Next takes it.
+	// cut is the lowest LSN a TruncateFrom cut the log at since Next last
+	// looked (noCut if none): TruncateFrom lowers it, Next takes it.
 	cut atomic.Uint64
 
 	durable bool // DurableOnly: stop at the synced LSN
@@ -177,13 +177,13 @@ func (r *Reader) segmentEnd() (end, next LSN, err error) {
 	return LSN(r.l.written.Load()), 0, nil
 }
 
-// NextContext is Next that waits for a record instead of returning io.EOF:
+// Follow is Next that waits for a record instead of returning io.EOF:
 // at the end of what has been written (made durable, with DurableOnly) it
 // blocks until the log grows, without polling, and returns the next
 // record. It returns ctx.Err() if ctx ends first, ErrClosed once the Log
 // is closed, an error matching ErrPoisoned after a failed write or sync,
 // and Next's other errors.
-func (r *Reader) NextContext(ctx context.Context) (LSN, []byte, error) {
+func (r *Reader) Follow(ctx context.Context) (LSN, []byte, error) {
 	for {
 		wake := r.l.tailChan() // before Next looks: no advance can be missed
 		lsn, rec, err := r.Next()
@@ -219,7 +219,7 @@ func (l *Log) tailChan() <-chan struct{} {
 	return l.tailCh
 }
 
-// notifyTail wakes the Readers waiting in NextContext. It costs one atomic
+// notifyTail wakes the Readers waiting in Follow. It costs one atomic
 // load while none waits.
 func (l *Log) notifyTail() {
 	if !l.tailWaiting.Load() {
@@ -244,12 +244,12 @@ func (r *Reader) Next() (LSN, []byte, error) {
 	if r.err != nil {
 		return 0, nil, r.err
 	}
-	// No TruncateAfter or RemoveBefore changes the files while Next reads
+	// No TruncateFrom or RemoveBefore changes the files while Next reads
 	// them, and a cut is seen before any byte read after it.
 	r.l.rmu.RLock()
 	defer r.l.rmu.RUnlock()
 	if c := r.cut.Swap(noCut); c != noCut {
-		// A TruncateAfter cut the log: what the window holds may be gone.
+		// A TruncateFrom cut the log: what the window holds may be gone.
 		r.win, r.wlsn = r.win[:0], r.first
 		if max(r.lsn, r.from) > LSN(c) {
 			r.err = fmt.Errorf("%w: at LSN %d, cut at LSN %d", ErrTruncated, max(r.lsn, r.from), c)
@@ -369,7 +369,7 @@ func (r *Reader) Close() error {
 // removeSegmentFile removes the file of a segment below the log's start,
 // or, while fewer than Options.RecycleSegments are kept, renames it for
 // reuse by the next preparation. Only segments below the start are ever
-// kept: their LSNs are never used again (TruncateAfter cannot cut below
+// kept: their LSNs are never used again (TruncateFrom cannot cut below
 // FirstLSN, and removes the segments after a cut), so none of their frames
 // can pass for a current one.
 func (l *Log) removeSegmentFile(path string) error {

@@ -22,7 +22,7 @@ const readOnlyAttempts = 5
 // ErrForeignFile), but it carries out none of Open's repairs: leftover
 // temporary files stay, segments an interrupted RemoveBefore left below the
 // recorded start stay on the disk and out of the log, the segments after an
-// unfinished TruncateAfter's cut stay on the disk and the log is read as if
+// unfinished TruncateFrom's cut stay on the disk and the log is read as if
 // the cut were finished, a missing link frame is not written, unvouched
 // frames are not rewritten, a torn tail is neither quarantined nor zeroed,
 // the first-lsn record is not written, and nothing is synced. Recovered
@@ -37,11 +37,11 @@ const readOnlyAttempts = 5
 // durability; NewReader refuses DurableOnly with ErrReadOnly). NewReader, Reader.Next,
 // ReadRecord, FirstLSN, Stats and Recovered work as on any Log; records a
 // live writer appends after OpenReadOnly are not visible to it (open it
-// again to see them), and Reader.NextContext at the end waits until its
+// again to see them), and Reader.Follow at the end waits until its
 // context ends or the Log is closed. A live writer's RemoveBefore can
 // remove a segment a reader of this Log has yet to open: the read then
 // fails with an error matching fs.ErrNotExist. A live writer's
-// TruncateAfter below the recovered end is not seen either: a reader of
+// TruncateFrom below the recovered end is not seen either: a reader of
 // this Log then reads zeros (ErrCorrupt), or the records appended after
 // the cut at the cut records' LSNs, which pass their checksums; open the
 // log again after a cut. A live writer may change
@@ -53,7 +53,7 @@ const readOnlyAttempts = 5
 // is retried a few times before the failure is returned. Every
 // method that would change the log (Append, AppendContext, AppendBatch,
 // AppendBatchLSNs, Sync, SyncContext, WaitDurable, RemoveBefore,
-// TruncateAfter) returns ErrReadOnly. No background goroutine runs. Close
+// TruncateFrom) returns ErrReadOnly. No background goroutine runs. Close
 // releases the files and writes nothing. The Log is safe for concurrent use.
 //
 // Of opts, FS, Logger, Observer and VerifyOnOpen are used (the Observer

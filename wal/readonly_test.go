@@ -222,14 +222,14 @@ func TestOpenReadOnlyInterruptedTruncateAfter(t *testing.T) {
 	lsns := appendUntilSegments(t, l, mem, 4, 1)
 	cut := lsns[3]
 	armed.Store(true)
-	require.ErrorIs(t, l.TruncateAfter(cut), wal.ErrPoisoned)
+	require.ErrorIs(t, l.TruncateFrom(cut), wal.ErrPoisoned)
 	img := mem.ProcessCrash()
 	l.Close()
 	onDisk := segments(t, img)
 	require.Len(t, onDisk, 4)
 	require.Contains(t, dirState(t, img), "truncate-lsn", "the cut is recorded, not finished")
 
-	info, err := checkReadOnlyMatchesOpen(t, img, opts, "interrupted TruncateAfter")
+	info, err := checkReadOnlyMatchesOpen(t, img, opts, "interrupted TruncateFrom")
 	require.NoError(t, err)
 	require.Equal(t, cut, info.EndLSN, "the log reads as cut")
 	require.Equal(t, 1, info.Segments)
@@ -319,7 +319,7 @@ func TestOpenReadOnlyRefusesWrites(t *testing.T) {
 	for name, call := range map[string]func() error{
 		"Append":        func() error { _, err := l.Append([]byte("x")); return err },
 		"AppendContext": func() error { _, err := l.AppendContext(ctx, []byte("x"), wal.ForceSync); return err },
-		"AppendBatch":   func() error { _, err := l.AppendBatch(ctx, recs); return err },
+		"AppendBatch":   func() error { _, err := l.AppendBatchContext(ctx, recs); return err },
 		"AppendBatchLSNs": func() error {
 			_, err := l.AppendBatchLSNs(ctx, recs, make([]wal.LSN, 2))
 			return err
@@ -329,7 +329,7 @@ func TestOpenReadOnlyRefusesWrites(t *testing.T) {
 		"SyncContext":           func() error { return l.SyncContext(ctx) },
 		"WaitDurable":           func() error { return l.WaitDurable(ctx, lsns[0]) },
 		"RemoveBefore":          func() error { _, err := l.RemoveBefore(lsns[len(lsns)-1]); return err },
-		"TruncateAfter":         func() error { return l.TruncateAfter(lsns[0]) },
+		"TruncateFrom":          func() error { return l.TruncateFrom(lsns[0]) },
 	} {
 		require.ErrorIs(t, call(), wal.ErrReadOnly, name)
 	}

@@ -62,7 +62,7 @@ type RecoveryInfo struct {
 	// all of it by reading alone, before the first write.
 	Steps []string
 	// Epoch is the log's epoch from this Open on: every writable Open and
-	// every TruncateAfter begins a new one (recorded in the file "epoch"),
+	// every TruncateFrom begins a new one (recorded in the file "epoch"),
 	// and a frame written in an earlier epoch never validates at an LSN a
 	// later one has written since. From OpenReadOnly, the epoch recorded
 	// (0 for a log written before epochs were recorded).

@@ -318,7 +318,7 @@ func TestCleanCloseVerifiesTheLastGroup(t *testing.T) {
 				recs = append(recs, record(0, i, 200))
 			}
 			if tc.batch {
-				_, err := l.AppendBatch(context.Background(), recs)
+				_, err := l.AppendBatchContext(context.Background(), recs)
 				require.NoError(t, err)
 			} else {
 				for _, r := range recs {

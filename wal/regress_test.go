@@ -52,7 +52,7 @@ func TestAppendBatchCancelledMidway(t *testing.T) {
 	gate.waitEntered(t) // a flush is in flight, held in its sync
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	first, err := l.AppendBatch(ctx, [][]byte{record(2, 0, 3000), record(2, 1, 3000)})
+	first, err := l.AppendBatchContext(ctx, [][]byte{record(2, 0, 3000), record(2, 1, 3000)})
 	var be *wal.BatchError
 	require.ErrorAs(t, err, &be)
 	require.NotErrorIs(t, err, wal.ErrNotAppended)

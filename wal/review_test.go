@@ -643,12 +643,12 @@ func TestEmptySmallSegmentTakesLargeRecordAfterResize(t *testing.T) {
 // segment's header once more before checking the segments (a stray short
 // file is reported as itself), and those reads, like the second read of a
 // last segment that a live writer changed under OpenReadOnly and the read
-// of the segment an interrupted TruncateAfter left, were not counted: 32
+// of the segment an interrupted TruncateFrom left, were not counted: 32
 // bytes per segment went missing from the figure.
 //
 // Sequence: a clean log of 7 segments of 64 KiB; Open and OpenReadOnly
 // through an FS counting the bytes read from segment files, with and
-// without VerifyOnOpen, and once more with a TruncateAfter's record left
+// without VerifyOnOpen, and once more with a TruncateFrom's record left
 // (its segment is read before the scan). Expected: BytesRead equals the
 // count. Happened: it was 7×32 = 224 bytes short.
 func TestRecoveryBytesReadCountsEveryRead(t *testing.T) {
@@ -684,7 +684,7 @@ func TestRecoveryBytesReadCountsEveryRead(t *testing.T) {
 		}
 	}
 
-	// A cut a crash kept TruncateAfter from finishing: Open reads the
+	// A cut a crash kept TruncateFrom from finishing: Open reads the
 	// segment holding it before the scan, to zero the dropped frames.
 	mem := w.mem.ProcessCrash()
 	var armed, cutting atomic.Bool
@@ -697,7 +697,7 @@ func TestRecoveryBytesReadCountsEveryRead(t *testing.T) {
 		return nil
 	})), opts)
 	armed.Store(true)
-	require.ErrorIs(t, l.TruncateAfter(w.lsns[len(w.lsns)-40]), wal.ErrPoisoned)
+	require.ErrorIs(t, l.TruncateFrom(w.lsns[len(w.lsns)-40]), wal.ErrPoisoned)
 	img := mem.ProcessCrash()
 	l.Close()
 	fsys, n := counted(img)

@@ -50,7 +50,7 @@ type SalvageReport struct {
 // the frames before it chain to it from the start of the log without a
 // gap. A segment whose file size differs from the size its header records
 // is read as far as its frames verify (a note says so), where Open refuses
-// it. Records at or after a pending cut (a TruncateAfter a crash
+// it. Records at or after a pending cut (a TruncateFrom a crash
 // interrupted) are not read.
 //
 // Only opts.FS is used (vfs.OS() if nil). Salvage changes nothing and takes

@@ -331,7 +331,7 @@ func TestSealFailedHeaderSyncThenReopen(t *testing.T) {
 }
 
 // TestSealStress runs appends (some forced to sync), syncs, RemoveBefore,
-// TruncateAfter, Readers, ReadRecord and OpenReadOnly of the live log
+// TruncateFrom, Readers, ReadRecord and OpenReadOnly of the live log
 // against each other with tiny segments, so that most calls meet a pending
 // seal; syncs of segment files are slowed at random to widen the windows.
 // Nothing may panic, hang, race, or report damage; the closed log reopens
@@ -403,7 +403,7 @@ func TestSealStress(t *testing.T) {
 								r.Close()
 								if err == nil {
 									truncs.Add(1) // odd while a cut runs
-									bad("truncate", l.TruncateAfter(lsn))
+									bad("truncate", l.TruncateFrom(lsn))
 									truncs.Add(1)
 								}
 							}

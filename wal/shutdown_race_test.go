@@ -18,7 +18,7 @@ import (
 )
 
 // TestNextContextWokenByTruncateAfter: a tailing Reader waiting in
-// NextContext at the end of the log, past the LSN a TruncateAfter cuts at,
+// Follow at the end of the log, past the LSN a TruncateFrom cuts at,
 // must return ErrTruncated ("a Reader positioned past lsn returns
 // ErrTruncated from then on"), not sleep until some later write.
 func TestNextContextWokenByTruncateAfter(t *testing.T) {
@@ -37,16 +37,16 @@ func TestNextContextWokenByTruncateAfter(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	go func() {
-		_, _, err := r.NextContext(ctx)
+		_, _, err := r.Follow(ctx)
 		got <- err
 	}()
 	time.Sleep(50 * time.Millisecond) // the reader waits at the tail
-	require.NoError(t, l.TruncateAfter(lsns[5]))
+	require.NoError(t, l.TruncateFrom(lsns[5]))
 	select {
 	case err := <-got:
 		require.ErrorIs(t, err, wal.ErrTruncated)
 	case <-time.After(2 * time.Second):
-		t.Fatal("NextContext still waits 2s after TruncateAfter cut below the reader: not woken by the cut")
+		t.Fatal("Follow still waits 2s after TruncateFrom cut below the reader: not woken by the cut")
 	}
 }
 

@@ -76,7 +76,7 @@ func TestSimFoundEIOReadingTruncateLSNIsNotCorruption(t *testing.T) {
 	require.NoError(t, err)
 	lsns := simFoundAppend(t, l, 1, 6, 100)
 	failSync.Store(true)
-	require.ErrorIs(t, l.TruncateAfter(lsns[3]), wal.ErrPoisoned)
+	require.ErrorIs(t, l.TruncateFrom(lsns[3]), wal.ErrPoisoned)
 	l.Close()
 	img := mem.ProcessCrash()
 	names, err := img.List(logDir)
@@ -93,7 +93,7 @@ func TestSimFoundEIOReadingTruncateLSNIsNotCorruption(t *testing.T) {
 	require.NotErrorIs(t, err, wal.ErrCorrupt, "an I/O error is not damage")
 }
 
-// Sim seeds 242 and 489: TruncateAfter fails once the cut is recorded
+// Sim seeds 242 and 489: TruncateFrom fails once the cut is recorded
 // (here the directory sync after renaming truncate-lsn into place), the
 // log is poisoned, yet RemoveBefore still runs: it removes the segment
 // holding the recorded cut and records a start past it. After a process
@@ -124,7 +124,7 @@ func TestSimFoundRemoveBeforeAfterFailedCutLeavesUnopenableLog(t *testing.T) {
 	lsns := simFoundAppend(t, l, 1, 40, 300)
 	require.NoError(t, l.Sync())
 	armed.Store(true)
-	err = l.TruncateAfter(lsns[5])
+	err = l.TruncateFrom(lsns[5])
 	require.ErrorIs(t, err, wal.ErrPoisoned, "the cut failed once recorded")
 	_, rerr := l.RemoveBefore(lsns[35])
 	t.Logf("RemoveBefore on the poisoned log: %v", rerr)

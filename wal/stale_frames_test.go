@@ -91,7 +91,7 @@ func TestUndoneRollFramesNotAdoptedThroughKeptFile(t *testing.T) {
 			for i := range batch {
 				batch[i] = record(3, i, rec)
 			}
-			_, err = l2.AppendBatch(context.Background(), batch)
+			_, err = l2.AppendBatchContext(context.Background(), batch)
 			require.NoError(t, err)
 			img := mem.ProcessCrash()
 			l2.Close()
@@ -160,7 +160,7 @@ func failNextSegmentSync(mem *vfs.MemFS) (faultfs.Injector, *atomic.Bool) {
 }
 
 // TestFailedCutZeroingDoesNotResurrectCutRecords (issue case 2): the sync
-// after TruncateAfter's zeroing fails (EIO), so the zeros are in the page
+// after TruncateFrom's zeroing fails (EIO), so the zeros are in the page
 // cache only, marked clean (fsyncgate); the process crashes; Open finishes
 // the recorded cut but sees zeros already and writes none; a new record is
 // appended and acknowledged at the cut; power loss. The cut records are
@@ -181,7 +181,7 @@ func TestFailedCutZeroingDoesNotResurrectCutRecords(t *testing.T) {
 		recs, lsns = append(recs, r), append(lsns, lsn)
 	}
 	armed.Store(true)
-	err = l.TruncateAfter(lsns[5])
+	err = l.TruncateFrom(lsns[5])
 	require.ErrorIs(t, err, wal.ErrPoisoned, "the sync after the zeroing fails")
 	img := mem.ProcessCrash()
 	l.Close()
@@ -229,7 +229,7 @@ func TestFailedCutZeroingRaftShape(t *testing.T) {
 		lsns = append(lsns, lsn)
 	}
 	armed.Store(true)
-	require.ErrorIs(t, l.TruncateAfter(lsns[5]), wal.ErrPoisoned) // drops indexes 6..10
+	require.ErrorIs(t, l.TruncateFrom(lsns[5]), wal.ErrPoisoned) // drops indexes 6..10
 	img := mem.ProcessCrash()
 	l.Close()
 

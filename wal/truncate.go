@@ -15,14 +15,14 @@ import (
 	"github.com/durawal/durawal/wal/vfs"
 )
 
-// truncateName is the file recording a TruncateAfter in progress: the LSN
+// truncateName is the file recording a TruncateFrom in progress: the LSN
 // of the cut. It exists only between the moment the cut is decided and the
 // moment the log's files reflect it; Open finishes a truncation it finds.
 const truncateName = format.TruncateName
 
-// TruncateAfter drops every record at or after lsn, which must be the LSN
+// TruncateFrom drops every record at or after lsn, which must be the LSN
 // of a record or the appended LSN (then nothing is dropped): the log then
-// ends at lsn, and the next append gets LSN lsn. TruncateAfter(FirstLSN())
+// ends at lsn, and the next append gets LSN lsn. TruncateFrom(FirstLSN())
 // empties the log (Raft restoring a snapshot onto an empty log); it keeps
 // the LSN space where it is.
 //
@@ -49,7 +49,7 @@ const truncateName = format.TruncateName
 // or the filesystem's error. A failure once the cut was being recorded
 // poisons the log (ErrPoisoned): reopen it, and Open either finds the old
 // log (the record never became durable) or finishes the cut.
-func (l *Log) TruncateAfter(lsn LSN) error {
+func (l *Log) TruncateFrom(lsn LSN) error {
 	if l.readOnly {
 		return ErrReadOnly
 	}
@@ -123,7 +123,7 @@ func (l *Log) TruncateAfter(lsn LSN) error {
 	return nil
 }
 
-// cutLocked carries out TruncateAfter's steps at lsn, a record's LSN, with
+// cutLocked carries out TruncateFrom's steps at lsn, a record's LSN, with
 // every lock held and everything appended durable.
 func (l *Log) cutLocked(lsn LSN) error {
 	k := len(l.segFirsts) - 1
@@ -344,7 +344,7 @@ func readRecordFile(fsys vfs.FS, dir, name string, size int) (b []byte, present 
 	return b[:n], true, rerr, nil
 }
 
-// finishTruncate plans the end of a TruncateAfter a crash interrupted: the
+// finishTruncate plans the end of a TruncateFrom a crash interrupted: the
 // removal of the segments after the cut, the zeroing of the segment holding
 // it from the cut on, syncs of both, and the removal of the record. It
 // returns the segments the cut keeps and the cut's LSN, from which recovery
@@ -365,7 +365,7 @@ func (l *Log) finishTruncate(firsts []LSN) (kept []LSN, cut LSN, err error) {
 	}
 	for _, f := range firsts[k+1:] {
 		path := filepath.Join(l.dir, segmentName(f))
-		l.plan.add(func() error { return l.fs.Remove(path) }, "remove %s, after the recorded cut at LSN %d (an interrupted TruncateAfter)", segmentName(f), cut)
+		l.plan.add(func() error { return l.fs.Remove(path) }, "remove %s, after the recorded cut at LSN %d (an interrupted TruncateFrom)", segmentName(f), cut)
 	}
 	l.plan.add(l.syncDir, "sync the directory")
 	path := filepath.Join(l.dir, segmentName(firsts[k]))
@@ -379,7 +379,7 @@ func (l *Log) finishTruncate(firsts []LSN) (kept []LSN, cut LSN, err error) {
 	return firsts[:k+1], cut, nil
 }
 
-// noCut is a Reader's cut while no TruncateAfter has cut below it.
+// noCut is a Reader's cut while no TruncateFrom has cut below it.
 const noCut = math.MaxUint64
 
 // noCutLSN is finishTruncate's cut when no cut is left for recovery to hide.

@@ -13,7 +13,7 @@ import (
 )
 
 // TestTruncateReuseCrashEveryOp: a recycling log, clean Close, reopen; appends roll into reused files, then
-// TruncateAfter back across rolls, appends of the same sizes again; crash
+// TruncateFrom back across rolls, appends of the same sizes again; crash
 // images before every op. Each must recover a prefix; then same-size
 // appends, clean Close, reopen: exact, no torn bytes.
 func TestTruncateReuseCrashEveryOp(t *testing.T) {
@@ -81,7 +81,7 @@ func truncateReuseSweep(t *testing.T, pol policy.Policy, back int) {
 	mu.Lock()
 	acked = min(acked, k) // the cut is asked: records from k on may go
 	mu.Unlock()
-	require.NoError(t, l.TruncateAfter(lsns[k]))
+	require.NoError(t, l.TruncateFrom(lsns[k]))
 	mu.Lock()
 	lsns, recs = lsns[:k:k], recs[:k:k]
 	acked = k

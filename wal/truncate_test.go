@@ -73,7 +73,7 @@ func TestTruncateAfter(t *testing.T) {
 					defer past.Close()
 				}
 
-				require.NoError(t, l.TruncateAfter(cut))
+				require.NoError(t, l.TruncateFrom(cut))
 				require.Equal(t, cut, l.AppendedLSN())
 				require.Equal(t, cut, l.SyncedLSN())
 				lsns, recs := readAll(t, l, 0)
@@ -150,14 +150,14 @@ func TestTruncateAfterErrors(t *testing.T) {
 	first, err := l.RemoveBefore(h.lsns[30])
 	require.NoError(t, err)
 	end := l.AppendedLSN()
-	require.ErrorIs(t, l.TruncateAfter(first-8), wal.ErrNotFound)
-	require.ErrorIs(t, l.TruncateAfter(end+8), wal.ErrNotFound)
-	require.ErrorIs(t, l.TruncateAfter(h.lsns[40]+8), wal.ErrCorrupt)
+	require.ErrorIs(t, l.TruncateFrom(first-8), wal.ErrNotFound)
+	require.ErrorIs(t, l.TruncateFrom(end+8), wal.ErrNotFound)
+	require.ErrorIs(t, l.TruncateFrom(h.lsns[40]+8), wal.ErrCorrupt)
 	require.Equal(t, end, l.AppendedLSN())
 	_, err = l.Append(record(1, 60, 10))
 	require.NoError(t, err, "the log is not poisoned")
 	require.NoError(t, l.Close())
-	require.ErrorIs(t, l.TruncateAfter(first), wal.ErrClosed)
+	require.ErrorIs(t, l.TruncateFrom(first), wal.ErrClosed)
 }
 
 // TestTruncateAfterConcurrentAppends: appenders and readers run while the
@@ -216,7 +216,7 @@ func TestTruncateAfterConcurrentAppends(t *testing.T) {
 		defer tail.Close()
 		for !stop.Load() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-			_, _, err := tail.NextContext(ctx)
+			_, _, err := tail.Follow(ctx)
 			cancel()
 			if errors.Is(err, wal.ErrTruncated) {
 				tail.Close()
@@ -240,7 +240,7 @@ func TestTruncateAfterConcurrentAppends(t *testing.T) {
 			continue
 		}
 		k := len(lsns) * (i % 3) / 3
-		require.NoError(t, l.TruncateAfter(lsns[k]))
+		require.NoError(t, l.TruncateFrom(lsns[k]))
 		cuts++
 		got, gotRecs := readAll(t, l, l.FirstLSN())
 		require.GreaterOrEqual(t, len(got), k)
@@ -256,7 +256,7 @@ func TestTruncateAfterConcurrentAppends(t *testing.T) {
 // must reflect it: base holds the records the log holds if every operation
 // so far completed (the LSNs and bytes, a record added before its Append
 // is called, since its bytes may reach the disk before Append returns);
-// base[:acked] must survive any crash; while a TruncateAfter runs, pending
+// base[:acked] must survive any crash; while a TruncateFrom runs, pending
 // is the index it cuts at, and an image may also hold exactly base[:pending].
 type truncState struct {
 	mu      sync.Mutex
@@ -264,7 +264,7 @@ type truncState struct {
 	recs    [][]byte
 	acked   int
 	pending int // -1: none
-	cuts    int // completed TruncateAfter calls
+	cuts    int // completed TruncateFrom calls
 }
 
 func (s *truncState) snapshot() *truncState {
@@ -309,7 +309,7 @@ func truncWorkload(t *testing.T, fsys vfs.FS, opts wal.Options, s *truncState) b
 		s.pending = k
 		lsn := s.lsns[k]
 		s.mu.Unlock()
-		if l.TruncateAfter(lsn) != nil {
+		if l.TruncateFrom(lsn) != nil {
 			return false
 		}
 		s.mu.Lock()
@@ -360,7 +360,7 @@ func checkTruncImage(t *testing.T, img vfs.FS, opts wal.Options, s *truncState, 
 // cuts (recording the cut, zeroing, removing segments, removing the
 // record) and of the appends after them. Each image must hold a prefix of
 // the log as it stood, with every acknowledged record, or exactly the log
-// cut by a TruncateAfter in progress, and never a dropped record.
+// cut by a TruncateFrom in progress, and never a dropped record.
 func TestTruncateCrashImagesAtEveryOp(t *testing.T) {
 	for _, tc := range []struct {
 		pol policy.Policy

@@ -72,15 +72,15 @@ type Log struct {
 	segSizes  []int64    // their file sizes in bytes, in the same order
 
 	// qbase maps LSNs to the group-commit queue's positions (LSN + qbase),
-	// which only go up: TruncateAfter lowers the LSNs and raises qbase by
+	// which only go up: TruncateFrom lowers the LSNs and raises qbase by
 	// as much, so a stale watermark or waiter can never cover a new frame.
 	// Written under flushMu, l.mu and syncMu together; read under any one.
 	qbase   uint64
-	flushMu sync.Mutex // held by the flush leader while it flushes, and by TruncateAfter
+	flushMu sync.Mutex // held by the flush leader while it flushes, and by TruncateFrom
 	shut    bool       // Close is closing the files: no flush may start; guarded by flushMu
-	truncMu sync.Mutex // serialises TruncateAfter calls
+	truncMu sync.Mutex // serialises TruncateFrom calls
 
-	rmu         sync.RWMutex        // read-locked by ReadRecord's file reads; locked by RemoveBefore, TruncateAfter, Close
+	rmu         sync.RWMutex        // read-locked by ReadRecord's file reads; locked by RemoveBefore, TruncateFrom, Close
 	readsClosed bool                // Close closed the read handles: no read may open one; guarded by rmu
 	rfilesMu    sync.Mutex          // guards rfiles
 	rfiles      map[LSN]*readHandle // read-only segment handles of ReadRecord, by first LSN
@@ -364,24 +364,33 @@ func (l *Log) AppendContext(ctx context.Context, rec []byte, opts ...AppendOptio
 	return lsn, l.commit(ctx, end, qend, w, start, 1)
 }
 
-// AppendBatch appends recs in order as one commit: it waits once, for the
-// last record, as the policy says (like a pipelined batch of commands in one
-// Redis event-loop turn). It returns the LSN of the first record. Errors are
-// those of AppendContext; if the batch stops after some records were
+// AppendBatch is AppendBatchContext with context.Background(): it appends
+// recs in order as one commit and returns the first record's LSN.
+func (l *Log) AppendBatch(recs [][]byte, opts ...AppendOption) (LSN, error) {
+	return l.appendBatch(context.Background(), recs, nil, opts)
+}
+
+// AppendBatchContext appends recs in order as one commit: it waits once, for
+// the last record, as the policy says (like a pipelined batch of commands in
+// one Redis event-loop turn). It returns the LSN of the first record. Errors
+// are those of AppendContext; if the batch stops after some records were
 // appended (a context ending during a log-buffer or segment wait, no space,
 // Close), the error is a *BatchError saying how many are in the log. If ctx
-// is already done when AppendBatch is called, nothing is appended and the
-// error matches both ErrNotAppended and ctx.Err().
-func (l *Log) AppendBatch(ctx context.Context, recs [][]byte, opts ...AppendOption) (LSN, error) {
+// is already done when AppendBatchContext is called, nothing is appended and
+// the error matches both ErrNotAppended and ctx.Err(). Safe for concurrent
+// use.
+func (l *Log) AppendBatchContext(ctx context.Context, recs [][]byte, opts ...AppendOption) (LSN, error) {
 	return l.appendBatch(ctx, recs, nil, opts)
 }
 
-// AppendBatchLSNs is AppendBatch that also reports every record's LSN: it
-// stores the LSN of recs[i] in lsns[i], allocating nothing. lsns must have
+// AppendBatchLSNs is AppendBatchContext that also reports every record's
+// LSN (a Raft log store needs each entry's); like WaitDurable it has only a
+// context form, as its callers always hold one. It stores the LSN of recs[i]
+// in lsns[i], allocating nothing. lsns must have
 // at least len(recs) elements (AppendBatchLSNs panics otherwise, as for an
 // index out of range). On a *BatchError the first Appended elements are
 // filled; with any other error none is. It returns the first record's LSN,
-// and the errors of AppendBatch. Safe for concurrent use.
+// and the errors of AppendBatchContext. Safe for concurrent use.
 func (l *Log) AppendBatchLSNs(ctx context.Context, recs [][]byte, lsns []LSN, opts ...AppendOption) (LSN, error) {
 	if l.readOnly {
 		return 0, ErrReadOnly

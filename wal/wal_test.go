@@ -192,9 +192,9 @@ func TestEmptyRecord(t *testing.T) {
 		_, err = l.AppendContext(t.Context(), rec, wal.ForceSync)
 		require.ErrorIs(t, err, wal.ErrEmptyRecord)
 	}
-	_, err := l.AppendBatch(t.Context(), nil)
+	_, err := l.AppendBatchContext(t.Context(), nil)
 	require.ErrorIs(t, err, wal.ErrEmptyRecord)
-	_, err = l.AppendBatch(t.Context(), [][]byte{[]byte("a"), nil, []byte("b")})
+	_, err = l.AppendBatchContext(t.Context(), [][]byte{[]byte("a"), nil, []byte("b")})
 	require.ErrorIs(t, err, wal.ErrEmptyRecord)
 	assert.Equal(t, wal.LSN(0), l.AppendedLSN(), "nothing appended")
 	assert.Zero(t, l.Stats().AppendRequests)
@@ -212,7 +212,7 @@ func TestRecordTooLarge(t *testing.T) {
 	for _, size := range []int{max + 1, 4 << 10, 10 << 10, 5 << 20} {
 		_, err = l.Append(make([]byte, size))
 		require.ErrorIs(t, err, wal.ErrRecordTooLarge, "size %d", size)
-		_, err = l.AppendBatch(t.Context(), [][]byte{[]byte("ok"), make([]byte, size)})
+		_, err = l.AppendBatchContext(t.Context(), [][]byte{[]byte("ok"), make([]byte, size)})
 		require.ErrorIs(t, err, wal.ErrRecordTooLarge, "batch with size %d", size)
 	}
 	assert.Equal(t, end, l.AppendedLSN(), "no side effects")
@@ -257,7 +257,7 @@ func TestAppendBatch(t *testing.T) {
 		for i := range b%7 + 1 {
 			recs = append(recs, record(b, i, 50+i*40))
 		}
-		first, err := l.AppendBatch(t.Context(), recs)
+		first, err := l.AppendBatchContext(t.Context(), recs)
 		require.NoError(t, err)
 		lsns, _ := readAll(t, l, first)
 		require.NotEmpty(t, lsns)
@@ -280,7 +280,7 @@ func TestUseAfterClose(t *testing.T) {
 	assert.ErrorIs(t, err, wal.ErrClosed, "Append")
 	_, err = l.AppendContext(t.Context(), []byte("x"), wal.ForceSync)
 	assert.ErrorIs(t, err, wal.ErrClosed, "AppendContext")
-	_, err = l.AppendBatch(t.Context(), [][]byte{[]byte("x")})
+	_, err = l.AppendBatchContext(t.Context(), [][]byte{[]byte("x")})
 	assert.ErrorIs(t, err, wal.ErrClosed, "AppendBatch")
 	assert.ErrorIs(t, l.Sync(), wal.ErrClosed, "Sync")
 	_, err = l.NewReader(0)

@@ -42,7 +42,7 @@ func durawalLib() *lib {
 				for j := i; j < n && len(batch) < cap(batch); j++ {
 					batch = append(batch, rec)
 				}
-				if _, err := l.AppendBatch(context.Background(), batch); err != nil {
+				if _, err := l.AppendBatchContext(context.Background(), batch); err != nil {
 					l.Close()
 					return err
 				}

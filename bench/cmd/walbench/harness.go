@@ -174,7 +174,7 @@ func (e *env) measureRun(s spec) (res result, err error) {
 	}
 	commit := func(ctx context.Context) error {
 		if batch > 1 {
-			_, err := l.AppendBatch(ctx, recs)
+			_, err := l.AppendBatchContext(ctx, recs)
 			return err
 		}
 		_, err := l.AppendContext(ctx, rec)

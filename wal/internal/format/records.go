@@ -12,7 +12,7 @@ import (
 // Names of the files of a log directory besides its segments.
 const (
 	FirstLSNName  = "first-lsn"    // where the log starts (an LSN record)
-	TruncateName  = "truncate-lsn" // a TruncateAfter not yet finished (an LSN record)
+	TruncateName  = "truncate-lsn" // a TruncateFrom not yet finished (an LSN record)
 	EpochName     = "epoch"        // the current epoch (an epoch record)
 	LockName      = "LOCK"
 	SegmentExt    = ".wal"

@@ -42,10 +42,10 @@ func TestOracle(t *testing.T) {
 		{"another record at an LSN", EndPower, func(r *runner) []record {
 			out := recs(r, 0, 1, 2)
 			d, _ := r.payload(100)
-			r.grave[string(d)] = "record cut by TruncateAfter"
+			r.grave[string(d)] = "record cut by TruncateFrom"
 			out[2].data = d
 			return out
-		}, "cut by TruncateAfter"},
+		}, "cut by TruncateFrom"},
 		{"a record never appended past the end", EndPower, func(r *runner) []record {
 			d, _ := r.payload(50)
 			return append(recs(r, 0, 1, 2, 3), record{4 * 128, d})

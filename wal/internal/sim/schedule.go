@@ -4,7 +4,7 @@
 //
 // A Schedule is a list of runs on one in-memory filesystem (vfs.MemFS):
 // each run opens the log with random options, performs appends, batches,
-// syncs, cuts (TruncateAfter), removals (RemoveBefore), reads and
+// syncs, cuts (TruncateFrom), removals (RemoveBefore), reads and
 // read-only opens, with faults armed at any point (failed or short
 // writes, failed syncs, held syncs, a frozen filesystem), and ends in a
 // clean Close, a process crash or a power loss in one of the MemFS modes.
@@ -141,7 +141,7 @@ const (
 	OpAppend   OpKind = iota // Append one record (Force: with ForceSync)
 	OpBatch                  // AppendBatch of Count records
 	OpSync                   // Log.Sync
-	OpTruncate               // TruncateAfter the Back-th last record
+	OpTruncate               // TruncateFrom the Back-th last record
 	OpRemove                 // RemoveBefore the Back-th last record
 	OpRead                   // a Reader from FirstLSN to the end, ReadRecord of one record
 	OpReadOnly               // OpenReadOnly of the live directory, read to the end
@@ -155,7 +155,7 @@ type Op struct {
 	Count int  // records in a batch
 	Same  bool // sizes of the records last cut or lost, as a Raft follower re-receives them
 	Force bool // ForceSync
-	Back  int  // records back from the end (TruncateAfter, RemoveBefore)
+	Back  int  // records back from the end (TruncateFrom, RemoveBefore)
 	Fault Fault
 }
 
@@ -454,7 +454,7 @@ func (op Op) String() string {
 	case OpSync:
 		return "Sync"
 	case OpTruncate:
-		return fmt.Sprintf("TruncateAfter the LSN of the record %d back from the end", op.Back)
+		return fmt.Sprintf("TruncateFrom the LSN of the record %d back from the end", op.Back)
 	case OpRemove:
 		return fmt.Sprintf("RemoveBefore the LSN of the record %d back from the end", op.Back)
 	case OpRead:

@@ -903,13 +903,13 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			if poisoned {
 				// a poisoned log refuses the cut before recording it
 				var err error
-				pok := r.call("TruncateAfter", inj, func() { err = l.TruncateAfter(cut) })
+				pok := r.call("TruncateFrom", inj, func() { err = l.TruncateFrom(cut) })
 				if r.stop {
 					return 0, false
 				}
-				r.tracef("%d.%d TruncateAfter(%d) on the poisoned log: %v", r.runIdx, j, cut, result(pok, &err))
+				r.tracef("%d.%d TruncateFrom(%d) on the poisoned log: %v", r.runIdx, j, cut, result(pok, &err))
 				if pok && err == nil {
-					r.violate("TruncateAfter(%d) on a poisoned log returned nil", cut)
+					r.violate("TruncateFrom(%d) on a poisoned log returned nil", cut)
 					return 0, false
 				}
 				continue
@@ -917,17 +917,17 @@ func (r *runner) execRun(run Run, l *wal.Log, inj *injector) (EndKind, bool) {
 			oldMaybe, oldCap := r.cutMaybe, r.claimCap
 			r.cutMaybe, r.claimCap = cut, cut
 			var err error
-			ok := r.call("TruncateAfter", inj, func() { err = l.TruncateAfter(cut) })
+			ok := r.call("TruncateFrom", inj, func() { err = l.TruncateFrom(cut) })
 			if r.stop {
 				return 0, false
 			}
-			r.tracef("%d.%d TruncateAfter(%d) (record %s; %d records dropped): %v%s", r.runIdx, j, cut, r.lineage[k].id, len(r.lineage)-k, result(ok, &err), flight(ok))
+			r.tracef("%d.%d TruncateFrom(%d) (record %s; %d records dropped): %v%s", r.runIdx, j, cut, r.lineage[k].id, len(r.lineage)-k, result(ok, &err), flight(ok))
 			r.reach(ok && err == nil, "cut")
 			r.reach(ok && errors.Is(err, wal.ErrPoisoned), "cut failed once recorded")
 			if ok && err == nil {
 				r.resend = nil
 				for _, e := range r.lineage[k:] {
-					r.grave[string(e.data)] = fmt.Sprintf("record %s, LSN %d, cut by TruncateAfter(%d) at %s", e.id, e.lsn, cut, r.where())
+					r.grave[string(e.data)] = fmt.Sprintf("record %s, LSN %d, cut by TruncateFrom(%d) at %s", e.id, e.lsn, cut, r.where())
 					r.resend = append(r.resend, len(e.data))
 				}
 				r.lineage = r.lineage[:k:k]
