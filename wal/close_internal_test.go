@@ -20,14 +20,14 @@ func TestCommitOvertakenByCloseIsNilWhenDurable(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			l.mu.Lock()
+			l.app.Lock()
 			if _, err := l.reserveLocked(ctx, []byte("x"), new(time.Duration)); err != nil {
-				l.mu.Unlock()
+				l.app.Unlock()
 				t.Fatal(err)
 			}
-			end := l.next
+			end := l.app.next
 			w := l.commitWaitLocked(nil)
-			l.mu.Unlock()
+			l.app.Unlock()
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -52,23 +52,23 @@ func TestLogBufferPreallocated(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	l.mu.Lock()
+	l.app.Lock()
 	halves := map[*byte]bool{}
-	for _, b := range []*logBuffer{l.active, l.spareBuf} {
+	for _, b := range []*logBuffer{l.app.active, l.leader.spareBuf} {
 		if cap(b.buf) != bufSize {
 			t.Errorf("a half has capacity %d bytes after Open, want BufferSize %d", cap(b.buf), bufSize)
 		}
 		halves[&b.buf[:1][0]] = true
 	}
-	l.mu.Unlock()
+	l.app.Unlock()
 	rec := make([]byte, 1000)
 	for range 3 * bufSize / len(rec) { // three buffers' worth: the halves swap
 		if _, err := l.Append(rec); err != nil {
 			t.Fatal(err)
 		}
-		l.mu.Lock()
-		p := &l.active.buf[:1][0]
-		l.mu.Unlock()
+		l.app.Lock()
+		p := &l.app.active.buf[:1][0]
+		l.app.Unlock()
 		if !halves[p] {
 			t.Fatal("a log-buffer half was reallocated by an append below BufferSize")
 		}
@@ -80,7 +80,7 @@ func TestLogBufferPreallocated(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer small.Close()
-	if got := cap(small.active.buf); got != 8<<10 {
+	if got := cap(small.app.active.buf); got != 8<<10 {
 		t.Errorf("half capacity %d bytes with 4 KiB segments, want 8 KiB", got)
 	}
 }

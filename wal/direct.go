@@ -21,7 +21,7 @@ import (
 // overwrites them with frames.
 
 // dioState is the flush leader's direct-I/O state for the segment
-// receiving writes. It is owned by whoever owns writeSeg: the leader (writes
+// receiving writes. It is owned by whoever owns write.seg: the leader (writes
 // and rolls) and Open.
 type dioState struct {
 	align   int    // bytes; 1 without O_DIRECT
@@ -69,7 +69,7 @@ func (d *dioState) setTail(off int64, b []byte) {
 // the next block boundary with zeros, and keeps the new partial block. It
 // returns the frame bytes written and the padding bytes.
 func (l *Log) writeDirect(seg *segment, p []byte, off int64) (n int, padding int64, err error) {
-	d := &l.dio
+	d := &l.write.dio
 	if d.tailOff+int64(len(d.tail)) != off {
 		panic(fmt.Sprintf("wal: direct write at offset %d of %s, but its partial block holds %d bytes from %d",
 			off, seg.path, len(d.tail), d.tailOff))
@@ -139,7 +139,7 @@ func refused(m vfs.SyncMethod, err error) bool {
 // learnAlignment records the direct-I/O alignment of the first file opened
 // with a direct method and checks that segments can be written with it.
 func (l *Log) learnAlignment(f vfs.File) error {
-	if !l.method.Direct() || l.dio.align > 1 {
+	if !l.method.Direct() || l.write.dio.align > 1 {
 		return nil
 	}
 	a := f.Alignment()
@@ -150,7 +150,7 @@ func (l *Log) learnAlignment(f vfs.File) error {
 		return fmt.Errorf("%w: SegmentSize %d bytes is not a multiple of the direct-I/O alignment %d of %s",
 			ErrInvalidOptions, l.opts.SegmentSize, a, l.dir)
 	}
-	l.dio.align, l.dio.source = a, vfs.AlignmentSource(f)
-	l.opts.Logger.Info("wal: direct I/O", "dir", l.dir, "method", l.method.String(), "alignment", a, "source", l.dio.source)
+	l.write.dio.align, l.write.dio.source = a, vfs.AlignmentSource(f)
+	l.opts.Logger.Info("wal: direct I/O", "dir", l.dir, "method", l.method.String(), "alignment", a, "source", l.write.dio.source)
 	return nil
 }

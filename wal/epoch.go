@@ -48,14 +48,14 @@ func readEpoch(fsys vfs.FS, dir string) (epochRule, error) {
 // durable, and makes it the one new frames carry. The caller holds every
 // writer off (Open before it returns, TruncateFrom with appends held).
 func (l *Log) beginEpoch(start LSN) error {
-	if l.epoch.N == math.MaxUint64 {
+	if l.app.epoch.N == math.MaxUint64 {
 		return &CorruptionError{Segment: epochName, Offset: 0,
-			Reason: fmt.Sprintf("%s records epoch %d, the last there can be", epochName, l.epoch.N)}
+			Reason: fmt.Sprintf("%s records epoch %d, the last there can be", epochName, l.app.epoch.N)}
 	}
-	next := epochRule{N: l.epoch.N + 1, Start: uint64(start), Known: true}
+	next := epochRule{N: l.app.epoch.N + 1, Start: uint64(start), Known: true}
 	if err := l.writeRecordFile(epochName, format.EncodeEpoch(next)); err != nil {
 		return fmt.Errorf("recording epoch %d from LSN %d: %w", next.N, start, err)
 	}
-	l.epoch = next
+	l.app.epoch = next
 	return nil
 }

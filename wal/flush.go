@@ -17,41 +17,41 @@ import (
 // A write or sync failure poisons the log; the group gets an error matching
 // both ErrDurabilityUnknown and ErrPoisoned.
 func (l *Log) flush(need groupcommit.Level) (written, synced uint64, err error) {
-	l.flushMu.Lock() // TruncateFrom waits for it: the queue positions returned stay consistent
-	defer l.flushMu.Unlock()
-	if l.shut {
+	l.flushing.Lock() // TruncateFrom waits for it: the queue positions returned stay consistent
+	defer l.flushing.Unlock()
+	if l.flushing.shut {
 		return l.written.Load() + l.qbase, l.synced.Load() + l.qbase, ErrClosed
 	}
 	if err := l.poisoned(); err != nil {
 		return l.written.Load() + l.qbase, l.synced.Load() + l.qbase, err
 	}
-	l.mu.Lock()
-	b := l.active
-	l.active = l.spareBuf
-	l.active.reset(l.next)
-	l.active.seg = l.appendSeg
+	l.app.Lock()
+	b := l.app.active
+	l.app.active = l.leader.spareBuf
+	l.app.active.reset(l.app.next)
+	l.app.active.seg = l.app.seg
 	b.released() // appends waiting for room copy into the new active half
-	l.postponeStart, l.delayedSeen = time.Time{}, false
+	l.app.postponeStart, l.app.delayedSeen = time.Time{}, false
 	l.writing.Store(true)
-	l.mu.Unlock()
+	l.app.Unlock()
 	defer l.writing.Store(false)
 
 	if syncBeforeWrite && need == groupcommit.Synced { // the crashlab_late negative control only
 		l.syncMu.Lock()
-		err = l.syncTimed(l.writeSeg)
+		err = l.syncTimed(l.write.seg)
 		l.syncMu.Unlock()
 	}
 	if err == nil && len(b.buf) > 0 {
 		err = l.writeBuffer(b)
-		l.groupsSinceSync.Add(1)
+		l.leader.groupsSinceSync.Add(1)
 	}
 	b.reset(0)
-	l.spareBuf = b
+	l.leader.spareBuf = b
 	if syncBeforeWrite && need == groupcommit.Synced {
 		if err == nil {
 			l.synced.Store(l.written.Load()) // the bug: claimed, not synced
 		}
-	} else if err == nil && (need == groupcommit.Synced || l.pol.SyncGroup(policy.State{GroupsSinceSync: int(l.groupsSinceSync.Load()) - 1})) {
+	} else if err == nil && (need == groupcommit.Synced || l.pol.SyncGroup(policy.State{GroupsSinceSync: int(l.leader.groupsSinceSync.Load()) - 1})) {
 		err = l.syncWritten()
 	}
 	if err != nil {
@@ -108,7 +108,7 @@ func (l *Log) writeAt(p []byte, lsn LSN) error {
 	if len(p) == 0 {
 		return nil
 	}
-	seg := l.writeSeg
+	seg := l.write.seg
 	off := seg.offset(lsn)
 	// Monotonic readings only (time.Since on l.opened): time.Now reads
 	// the wall clock too, two clock reads where one does.
@@ -147,10 +147,10 @@ func (l *Log) writeAt(p []byte, lsn LSN) error {
 		}
 	}
 	// The size of the writes, for the next preparation (largeWrites).
-	if ws := l.writeSize.Load(); ws == 0 {
-		l.writeSize.Store(int64(n))
+	if ws := l.leader.writeSize.Load(); ws == 0 {
+		l.leader.writeSize.Store(int64(n))
 	} else {
-		l.writeSize.Store(ws + (int64(n)-ws)/8)
+		l.leader.writeSize.Store(ws + (int64(n)-ws)/8)
 	}
 	if seg.zeroTo > 0 && n < zeroAheadBelow && off+int64(n)+zeroAheadStep/2 > seg.zeroTo && l.zeroesAhead() {
 		if err := l.zeroAhead(seg, off+int64(n)); err != nil {
@@ -159,7 +159,7 @@ func (l *Log) writeAt(p []byte, lsn LSN) error {
 		}
 	}
 	l.stats.paddingBytes.Add(uint64(padding))
-	bs := int64(max(l.dio.align, blockCountSize))
+	bs := int64(max(l.write.dio.align, blockCountSize))
 	if (off+int64(len(p)))/bs > off/bs {
 		l.stats.fullBlockWrites.Add(1)
 	} else {
@@ -208,7 +208,7 @@ func (l *Log) zeroesAhead() bool {
 // zero-filled (allocatesSpares), since each sync converts the blocks of
 // that many bytes at once, and zeros would double what the device writes.
 func (l *Log) largeWrites() bool {
-	return l.zeroesAhead() && l.writeSize.Load() >= zeroAheadBelow
+	return l.zeroesAhead() && l.leader.writeSize.Load() >= zeroAheadBelow
 }
 
 // zeroAhead writes zeroAheadStep bytes of zeros into s, an allocated
@@ -234,13 +234,13 @@ func (l *Log) zeroAhead(s *segment, end int64) error {
 		s.zeroTo = 0 // the whole file is written: nothing more to do
 		return nil
 	}
-	if l.zeros == nil {
-		l.zeros = make([]byte, zeroAheadChunk)
+	if l.leader.zeros == nil {
+		l.leader.zeros = make([]byte, zeroAheadChunk)
 	}
 	for off := from; off < to; {
-		clear(l.zeros) // the FS may scramble written buffers
-		n := min(int64(len(l.zeros)), to-off)
-		w, err := s.f.WriteAt(l.zeros[:n], off)
+		clear(l.leader.zeros) // the FS may scramble written buffers
+		n := min(int64(len(l.leader.zeros)), to-off)
+		w, err := s.f.WriteAt(l.leader.zeros[:n], off)
 		if err == nil && int64(w) < n {
 			err = fmt.Errorf("short write of %d of %d bytes", w, n)
 		}
@@ -288,7 +288,7 @@ func (l *Log) writeLink(old *segment, next LSN) error {
 		return err
 	}
 	b := make([]byte, endFrameSize) // the FS may scramble what it is given
-	encodeEndFrame(b, old.format(), l.epoch.N, next, flagLink)
+	encodeEndFrame(b, old.format(), l.app.epoch.N, next, flagLink)
 	if _, err := f.WriteAt(b, old.offset(next)); err != nil {
 		f.Close()
 		return err
@@ -348,7 +348,7 @@ func (l *Log) rollTo(next *segment) error {
 	if err := l.poisoned(); err != nil {
 		return failed(err)
 	}
-	old := l.writeSeg
+	old := l.write.seg
 	name := segmentName(next.first)
 	if old.first == next.first {
 		return l.replaceEmpty(old, next)
@@ -367,17 +367,17 @@ func (l *Log) rollTo(next *segment) error {
 		}
 		sl = &seal{seg: old, succ: next, done: make(chan struct{})}
 	}
-	l.rollMu.Lock()
-	l.writeSeg = next
+	l.write.Lock()
+	l.write.seg = next
 	if sl != nil {
-		l.seal = sl
+		l.write.seal = sl
 	}
-	l.rollMu.Unlock()
-	l.segsMu.Lock()
-	l.segFirsts = append(l.segFirsts, next.first)
-	l.segSizes = append(l.segSizes, next.size)
+	l.write.Unlock()
+	l.segs.Lock()
+	l.segs.firsts = append(l.segs.firsts, next.first)
+	l.segs.sizes = append(l.segs.sizes, next.size)
 	l.publishSegmentsLocked()
-	l.segsMu.Unlock()
+	l.segs.Unlock()
 	l.stats.rolls.Add(1)
 	l.opts.Logger.Info("wal: rolled segment", "segment", name)
 	if o := l.opts.Observer; o != nil {
@@ -412,19 +412,19 @@ func (l *Log) replaceEmpty(old, next *segment) error {
 		next.closeUnused()
 		return fmt.Errorf("installing segment %s in place of an empty one: %w", name, err)
 	}
-	l.rollMu.Lock()
-	l.writeSeg = next
-	l.rollMu.Unlock()
-	l.segsMu.Lock()
-	l.segSizes[len(l.segSizes)-1] = next.size
+	l.write.Lock()
+	l.write.seg = next
+	l.write.Unlock()
+	l.segs.Lock()
+	l.segs.sizes[len(l.segs.sizes)-1] = next.size
 	l.publishSegmentsLocked()
-	l.segsMu.Unlock()
-	l.rfilesMu.Lock()
-	if h := l.rfiles[next.first]; h != nil { // a handle of the replaced file
+	l.segs.Unlock()
+	l.rfiles.Lock()
+	if h := l.rfiles.m[next.first]; h != nil { // a handle of the replaced file
 		h.f.Close()
-		delete(l.rfiles, next.first)
+		delete(l.rfiles.m, next.first)
 	}
-	l.rfilesMu.Unlock()
+	l.rfiles.Unlock()
 	l.stats.rolls.Add(1)
 	l.opts.Logger.Info("wal: replaced an empty segment", "segment", name)
 	if o := l.opts.Observer; o != nil {
@@ -560,9 +560,9 @@ func (l *Log) syncName(sl *seal) error {
 // error (nil if there is none). counted says the wait is a roll's, counted
 // in Stats.SealWaits if it had to wait.
 func (l *Log) awaitSeal(counted bool) error {
-	l.rollMu.Lock()
-	sl := l.seal
-	l.rollMu.Unlock()
+	l.write.Lock()
+	sl := l.write.seal
+	l.write.Unlock()
 	if sl == nil {
 		return nil
 	}
@@ -601,13 +601,13 @@ func (l *Log) syncWrittenSynced(groups bool) (synced bool, err error) {
 	if l.method.WriteThrough() {
 		return false, nil
 	}
-	l.rollMu.Lock() // the segment written and what it holds, as one
-	seg, sl := l.writeSeg, l.seal
+	l.write.Lock() // the segment written and what it holds, as one
+	seg, sl := l.write.seg, l.write.seal
 	target := l.written.Load()
-	l.rollMu.Unlock()
+	l.write.Unlock()
 	if target <= l.synced.Load() {
 		if groups { // another sync (a roll's sealing) covered this group's
-			l.groupsSinceSync.Store(0)
+			l.leader.groupsSinceSync.Store(0)
 		}
 		return false, nil
 	}
@@ -618,7 +618,7 @@ func (l *Log) syncWrittenSynced(groups bool) (synced bool, err error) {
 		synced = true
 		if target <= l.synced.Load() {
 			if groups {
-				l.groupsSinceSync.Store(0)
+				l.leader.groupsSinceSync.Store(0)
 			}
 			return true, nil
 		}
@@ -643,7 +643,7 @@ func (l *Log) syncWrittenSynced(groups bool) (synced bool, err error) {
 	l.synced.Store(target)
 	l.notifyTail()
 	if groups {
-		l.groupsSinceSync.Store(0)
+		l.leader.groupsSinceSync.Store(0)
 	}
 	return true, nil
 }
@@ -672,20 +672,20 @@ func (l *Log) syncTimed(s *segment) error {
 	return nil
 }
 
-// stateLocked returns the numbers the policy decides from. l.mu is held.
+// stateLocked returns the numbers the policy decides from. l.app is held.
 func (l *Log) stateLocked(now time.Time) policy.State {
 	since := int64(now.Sub(l.opened))
 	st := policy.State{
-		AppendedLSN:     uint64(l.next),
+		AppendedLSN:     uint64(l.app.next),
 		WrittenLSN:      l.written.Load(),
 		SyncedLSN:       l.synced.Load(),
-		GroupsSinceSync: int(l.groupsSinceSync.Load()),
+		GroupsSinceSync: int(l.leader.groupsSinceSync.Load()),
 		SyncInProgress:  l.syncInProgress.Load(),
 		SinceSyncStart:  time.Duration(since - l.lastSyncStart.Load()),
 		SinceWrite:      time.Duration(since - l.lastWrite.Load()),
 	}
-	if !l.postponeStart.IsZero() {
-		st.PostponedFor = now.Sub(l.postponeStart)
+	if !l.app.postponeStart.IsZero() {
+		st.PostponedFor = now.Sub(l.app.postponeStart)
 	}
 	return st
 }
@@ -733,19 +733,19 @@ func (l *Log) flusherRound(ctx context.Context) bool {
 	if l.poisonErr.Load() != nil {
 		return false
 	}
-	l.mu.Lock()
+	l.app.Lock()
 	now := time.Now()
 	st := l.stateLocked(now)
 	a := l.pol.OnTick(st)
-	target := uint64(l.next) + l.qbase
-	if a.Write && st.SyncInProgress && st.PostponedFor > 0 && !l.delayedSeen {
+	target := uint64(l.app.next) + l.qbase
+	if a.Write && st.SyncInProgress && st.PostponedFor > 0 && !l.app.delayedSeen {
 		// Redis everysec: the postponement reached its limit and no commit
 		// came to force the write; the flusher writes it without waiting for
 		// the running sync (aof_delayed_fsync).
-		l.delayedSeen = true
+		l.app.delayedSeen = true
 		l.stats.delayedWrites.Add(1)
 	}
-	l.mu.Unlock()
+	l.app.Unlock()
 	if a.Write {
 		if err := l.q.Wait(ctx, target, groupcommit.Written); err != nil {
 			return false
@@ -784,10 +784,10 @@ func (l *Log) startBackgroundSync(ctx context.Context) bool {
 // writePostponed writes what a finished background sync postponed, as the
 // policy says (Redis everysec).
 func (l *Log) writePostponed(ctx context.Context) {
-	l.mu.Lock()
+	l.app.Lock()
 	a := l.pol.OnTick(l.stateLocked(time.Now()))
-	target := uint64(l.next) + l.qbase
-	l.mu.Unlock()
+	target := uint64(l.app.next) + l.qbase
+	l.app.Unlock()
 	if a.Write {
 		l.q.Wait(ctx, target, groupcommit.Written) // a failure poisons the log; the flusher stops on it
 	}
@@ -798,11 +798,11 @@ func (l *Log) writePostponed(ctx context.Context) {
 func (l *Log) nextWake(tick time.Duration) time.Duration {
 	d := tick
 	if mp := l.pol.MaxPostpone(); mp > 0 {
-		l.mu.Lock()
-		if !l.postponeStart.IsZero() {
-			d = min(d, mp-time.Since(l.postponeStart)) // a postponed write falls due
+		l.app.Lock()
+		if !l.app.postponeStart.IsZero() {
+			d = min(d, mp-time.Since(l.app.postponeStart)) // a postponed write falls due
 		}
-		l.mu.Unlock()
+		l.app.Unlock()
 	}
 	if iv := l.pol.Interval(); iv > 0 && l.appended.Load() > l.synced.Load() {
 		since := time.Duration(int64(time.Since(l.opened)) - l.lastSyncStart.Load())

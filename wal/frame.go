@@ -61,3 +61,10 @@ func decodeFrame(b []byte, ff frameFormat, lsn LSN, maxRecord int) (payload []by
 // frameFlags returns the flags (flagEnd, flagLink, or 0 for a record) of
 // the frame header at the start of b.
 func frameFlags(b []byte) uint32 { return format.Flags(b) }
+
+// FrameSize returns the LSN space, in bytes, that a record of n payload
+// bytes takes: its frame's header plus the payload, padded to 8 bytes. A
+// record appended at LSN x ends at x+FrameSize(n), where the next record
+// of the same segment starts (a record that does not fit a segment's room
+// starts the next segment, at that LSN).
+func FrameSize(n int) int64 { return frameSize(n) }

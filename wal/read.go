@@ -16,21 +16,14 @@ import (
 	"github.com/durawal/durawal/wal/vfs"
 )
 
-// FrameSize returns the LSN space, in bytes, that a record of n payload
-// bytes takes: its frame's header plus the payload, padded to 8 bytes. A
-// record appended at LSN x ends at x+FrameSize(n), where the next record
-// of the same segment starts (a record that does not fit a segment's room
-// starts the next segment, at that LSN).
-func FrameSize(n int) int64 { return frameSize(n) }
-
 // FirstLSN returns the LSN of the oldest record kept: the first LSN of the
 // oldest segment, which RemoveBefore raises and TruncateFrom may set. It
 // is current at any time, unlike RecoveryInfo.FirstLSN, which says what
 // Open found. Safe for concurrent use; valid after Close (the last value).
 func (l *Log) FirstLSN() LSN {
-	l.segsMu.Lock()
-	defer l.segsMu.Unlock()
-	return l.segFirsts[0]
+	l.segs.Lock()
+	defer l.segs.Unlock()
+	return l.segs.firsts[0]
 }
 
 // ReadRecord returns the record whose frame is at lsn, copied into dst's
@@ -62,17 +55,17 @@ func (l *Log) ReadRecord(lsn LSN, dst []byte) ([]byte, error) {
 		if done || err != nil {
 			return rec, err
 		}
-		l.rmu.RLock()
-		if l.readsClosed { // Close ran since readBuffered looked: a handle opened now would never be closed
-			l.rmu.RUnlock()
+		l.reads.RLock()
+		if l.reads.closed { // Close ran since readBuffered looked: a handle opened now would never be closed
+			l.reads.RUnlock()
 			return nil, ErrClosed
 		}
 		if LSN(l.written.Load()) <= lsn { // written again since: a truncation and new appends
-			l.rmu.RUnlock()
+			l.reads.RUnlock()
 			continue
 		}
 		rec, err = l.readFile(lsn, dst)
-		l.rmu.RUnlock()
+		l.reads.RUnlock()
 		return rec, err
 	}
 }
@@ -81,33 +74,33 @@ func (l *Log) ReadRecord(lsn LSN, dst []byte) ([]byte, error) {
 // for the write of the group holding it if one is in flight, and checks
 // that lsn is in the log. done false with a nil error: read the file.
 func (l *Log) readBuffered(lsn LSN, dst []byte) (rec []byte, done bool, err error) {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+	l.app.Lock()
+	if l.app.closed {
+		l.app.Unlock()
 		return nil, true, ErrClosed
 	}
-	if lsn >= l.next {
-		next := l.next
-		l.mu.Unlock()
+	if lsn >= l.app.next {
+		next := l.app.next
+		l.app.Unlock()
 		return nil, true, fmt.Errorf("%w: LSN %d is at or beyond the appended LSN %d", ErrNotFound, lsn, next)
 	}
 	if lsn < LSN(l.written.Load()) {
-		l.mu.Unlock()
+		l.app.Unlock()
 		return nil, false, nil
 	}
-	if b := l.active; lsn >= b.start {
+	if b := l.app.active; lsn >= b.start {
 		p, ok := b.record(lsn, l.opts.MaxRecordSize)
 		if !ok {
-			l.mu.Unlock()
+			l.app.Unlock()
 			return nil, true, fmt.Errorf("%w: LSN %d is not the LSN of a record in the log buffer", ErrNotFound, lsn)
 		}
 		rec = append(dst[:0], p...)
-		l.mu.Unlock()
+		l.app.Unlock()
 		return rec, true, nil
 	}
 	// In the group a leader is writing now: wait for that write.
 	target := uint64(lsn) + 1 + l.qbase
-	l.mu.Unlock()
+	l.app.Unlock()
 	if err := l.q.Wait(context.Background(), target, groupcommit.Written); err != nil {
 		return nil, true, err
 	}
@@ -115,21 +108,21 @@ func (l *Log) readBuffered(lsn LSN, dst []byte) (rec []byte, done bool, err erro
 }
 
 // readFile reads the frame at lsn, below the written LSN, from its segment.
-// l.rmu is read-locked.
+// l.reads is read-locked.
 func (l *Log) readFile(lsn LSN, dst []byte) ([]byte, error) {
-	l.segsMu.Lock()
-	i := sort.Search(len(l.segFirsts), func(i int) bool { return l.segFirsts[i] > lsn }) - 1
+	l.segs.Lock()
+	i := sort.Search(len(l.segs.firsts), func(i int) bool { return l.segs.firsts[i] > lsn }) - 1
 	if i < 0 {
-		first := l.segFirsts[0]
-		l.segsMu.Unlock()
+		first := l.segs.firsts[0]
+		l.segs.Unlock()
 		return nil, fmt.Errorf("%w: LSN %d is below the first LSN %d", ErrNotFound, lsn, first)
 	}
-	first := l.segFirsts[i]
+	first := l.segs.firsts[i]
 	limit := LSN(l.written.Load()) // where the frames readable in this segment end
-	if i+1 < len(l.segFirsts) {
-		limit = l.segFirsts[i+1]
+	if i+1 < len(l.segs.firsts) {
+		limit = l.segs.firsts[i+1]
 	}
-	l.segsMu.Unlock()
+	l.segs.Unlock()
 	h, err := l.readHandle(first)
 	if err != nil {
 		return nil, err
@@ -233,23 +226,23 @@ func (l *Log) openSegmentForRead(first LSN) (*readHandle, error) {
 }
 
 // readHandle returns the read-only handle of the segment starting at first,
-// opening it on first use. l.rmu is read-locked; a handle opened here is
+// opening it on first use. l.reads is read-locked; a handle opened here is
 // kept only if the segment is still in the log (a RemoveBefore racing with
 // the open then closes it).
 func (l *Log) readHandle(first LSN) (*readHandle, error) {
-	l.rfilesMu.Lock()
-	defer l.rfilesMu.Unlock()
-	if h := l.rfiles[first]; h != nil {
+	l.rfiles.Lock()
+	defer l.rfiles.Unlock()
+	if h := l.rfiles.m[first]; h != nil {
 		return h, nil
 	}
 	h, err := l.openSegmentForRead(first)
 	if err != nil {
 		return nil, fmt.Errorf("wal: reading: %w", err)
 	}
-	if l.rfiles == nil {
-		l.rfiles = make(map[LSN]*readHandle)
+	if l.rfiles.m == nil {
+		l.rfiles.m = make(map[LSN]*readHandle)
 	}
-	l.rfiles[first] = h
+	l.rfiles.m[first] = h
 	return h, nil
 }
 
@@ -257,28 +250,12 @@ func (l *Log) readHandle(first LSN) (*readHandle, error) {
 // longer in the log: those whose first LSN is below keepFrom or above
 // keepTo (Close passes an empty range: keepFrom > keepTo).
 func (l *Log) closeReadHandles(keepFrom, keepTo LSN) {
-	l.rfilesMu.Lock()
-	defer l.rfilesMu.Unlock()
-	for first, h := range l.rfiles {
+	l.rfiles.Lock()
+	defer l.rfiles.Unlock()
+	for first, h := range l.rfiles.m {
 		if first < keepFrom || first > keepTo {
 			h.f.Close()
-			delete(l.rfiles, first)
+			delete(l.rfiles.m, first)
 		}
 	}
-}
-
-// record returns the payload of the record frame at lsn, inside b, if a
-// valid one starts there (checked as on the disk: lsn may be any LSN).
-func (b *logBuffer) record(lsn LSN, maxRecord int) ([]byte, bool) {
-	seg := b.seg
-	for _, r := range b.rolls {
-		if r.lsn <= lsn {
-			seg = r.seg
-		}
-	}
-	if seg == nil {
-		return nil, false
-	}
-	p, _, _, st := decodeFrame(b.buf[lsn-b.start:], seg.format(), lsn, maxRecord)
-	return p, st == frameValid && p != nil
 }

@@ -3,13 +3,9 @@ package wal
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"path/filepath"
-	"runtime"
-	"slices"
 	"sort"
 	"sync/atomic"
 
@@ -66,15 +62,15 @@ const (
 // when done: the Log keeps track of open Readers to tell them of
 // truncations.
 func (l *Log) NewReader(from LSN, opts ...ReaderOption) (*Reader, error) {
-	l.mu.Lock()
-	closed := l.closed
-	l.mu.Unlock()
+	l.app.Lock()
+	closed := l.app.closed
+	l.app.Unlock()
 	if closed {
 		return nil, ErrClosed
 	}
-	l.segsMu.Lock()
-	oldest := l.segFirsts[0]
-	l.segsMu.Unlock()
+	l.segs.Lock()
+	oldest := l.segs.firsts[0]
+	l.segs.Unlock()
 	if from < oldest {
 		return nil, fmt.Errorf("%w: LSN %d is below the oldest kept segment (LSN %d)", ErrNotFound, from, oldest)
 	}
@@ -89,12 +85,12 @@ func (l *Log) NewReader(from LSN, opts ...ReaderOption) (*Reader, error) {
 		return nil, fmt.Errorf("%w: DurableOnly: a read-only Log cannot tell which records are durable (its synced LSN is the recovered end, synced or not)", ErrReadOnly)
 	}
 	r.cut.Store(noCut)
-	l.readersMu.Lock()
-	if l.readers == nil {
-		l.readers = make(map[*Reader]struct{})
+	l.readers.Lock()
+	if l.readers.m == nil {
+		l.readers.m = make(map[*Reader]struct{})
 	}
-	l.readers[r] = struct{}{}
-	l.readersMu.Unlock()
+	l.readers.m[r] = struct{}{}
+	l.readers.Unlock()
 	if err := r.seek(from); err != nil {
 		r.Close()
 		return nil, err
@@ -104,10 +100,10 @@ func (l *Log) NewReader(from LSN, opts ...ReaderOption) (*Reader, error) {
 
 // seek opens the segment holding from and skips the frames before it.
 func (r *Reader) seek(from LSN) error {
-	r.l.segsMu.Lock()
-	i := sort.Search(len(r.l.segFirsts), func(i int) bool { return r.l.segFirsts[i] > from }) - 1
-	first := r.l.segFirsts[max(i, 0)]
-	r.l.segsMu.Unlock()
+	r.l.segs.Lock()
+	i := sort.Search(len(r.l.segs.firsts), func(i int) bool { return r.l.segs.firsts[i] > from }) - 1
+	first := r.l.segs.firsts[max(i, 0)]
+	r.l.segs.Unlock()
 	r.from = from // Next skips the frames before it, even those written later
 	if err := r.open(first); err != nil {
 		return err
@@ -155,14 +151,14 @@ func (r *Reader) open(first LSN) error {
 // RemoveBefore removed the open segment it returns an error matching
 // fs.ErrNotExist: the following kept segment no longer marks its end.
 func (r *Reader) segmentEnd() (end, next LSN, err error) {
-	r.l.segsMu.Lock()
-	defer r.l.segsMu.Unlock()
-	i := sort.Search(len(r.l.segFirsts), func(i int) bool { return r.l.segFirsts[i] >= r.first })
-	if i == len(r.l.segFirsts) || r.l.segFirsts[i] != r.first {
+	r.l.segs.Lock()
+	defer r.l.segs.Unlock()
+	i := sort.Search(len(r.l.segs.firsts), func(i int) bool { return r.l.segs.firsts[i] >= r.first })
+	if i == len(r.l.segs.firsts) || r.l.segs.firsts[i] != r.first {
 		return 0, 0, fmt.Errorf("wal: reader: %s was removed by RemoveBefore: %w", r.name, fs.ErrNotExist)
 	}
-	if i+1 < len(r.l.segFirsts) {
-		next := r.l.segFirsts[i+1]
+	if i+1 < len(r.l.segs.firsts) {
+		next := r.l.segs.firsts[i+1]
 		if r.durable {
 			// A roll lists the next segment before the sealing has
 			// synced the finished one: its frames are written, not yet
@@ -193,9 +189,9 @@ func (r *Reader) Follow(ctx context.Context) (LSN, []byte, error) {
 		if err := r.l.poisoned(); err != nil {
 			return 0, nil, err
 		}
-		r.l.mu.Lock()
-		closed := r.l.closed
-		r.l.mu.Unlock()
+		r.l.app.Lock()
+		closed := r.l.app.closed
+		r.l.app.Unlock()
 		if closed {
 			return 0, nil, ErrClosed
 		}
@@ -210,27 +206,27 @@ func (r *Reader) Follow(ctx context.Context) (LSN, []byte, error) {
 // tailChan returns a channel that is closed at the next advance of the
 // written or synced LSN, or at Close.
 func (l *Log) tailChan() <-chan struct{} {
-	l.tailMu.Lock()
-	defer l.tailMu.Unlock()
-	if l.tailCh == nil {
-		l.tailCh = make(chan struct{})
-		l.tailWaiting.Store(true)
+	l.tail.Lock()
+	defer l.tail.Unlock()
+	if l.tail.ch == nil {
+		l.tail.ch = make(chan struct{})
+		l.tail.waiting.Store(true)
 	}
-	return l.tailCh
+	return l.tail.ch
 }
 
 // notifyTail wakes the Readers waiting in Follow. It costs one atomic
 // load while none waits.
 func (l *Log) notifyTail() {
-	if !l.tailWaiting.Load() {
+	if !l.tail.waiting.Load() {
 		return
 	}
-	l.tailMu.Lock()
-	defer l.tailMu.Unlock()
-	if l.tailCh != nil {
-		close(l.tailCh)
-		l.tailCh = nil
-		l.tailWaiting.Store(false)
+	l.tail.Lock()
+	defer l.tail.Unlock()
+	if l.tail.ch != nil {
+		close(l.tail.ch)
+		l.tail.ch = nil
+		l.tail.waiting.Store(false)
 	}
 }
 
@@ -246,8 +242,8 @@ func (r *Reader) Next() (LSN, []byte, error) {
 	}
 	// No TruncateFrom or RemoveBefore changes the files while Next reads
 	// them, and a cut is seen before any byte read after it.
-	r.l.rmu.RLock()
-	defer r.l.rmu.RUnlock()
+	r.l.reads.RLock()
+	defer r.l.reads.RUnlock()
 	if c := r.cut.Swap(noCut); c != noCut {
 		// A TruncateFrom cut the log: what the window holds may be gone.
 		r.win, r.wlsn = r.win[:0], r.first
@@ -352,9 +348,9 @@ func (r *Reader) replaced() bool {
 
 // Close releases the Reader's file.
 func (r *Reader) Close() error {
-	r.l.readersMu.Lock()
-	delete(r.l.readers, r)
-	r.l.readersMu.Unlock()
+	r.l.readers.Lock()
+	delete(r.l.readers.m, r)
+	r.l.readers.Unlock()
 	if r.f == nil {
 		return nil
 	}
@@ -364,130 +360,4 @@ func (r *Reader) Close() error {
 		r.err = ErrClosed
 	}
 	return err
-}
-
-// removeSegmentFile removes the file of a segment below the log's start,
-// or, while fewer than Options.RecycleSegments are kept, renames it for
-// reuse by the next preparation. Only segments below the start are ever
-// kept: their LSNs are never used again (TruncateFrom cannot cut below
-// FirstLSN, and removes the segments after a cut), so none of their frames
-// can pass for a current one.
-func (l *Log) removeSegmentFile(path string) error {
-	l.poolMu.Lock()
-	keep := len(l.pool) < l.opts.RecycleSegments
-	l.poolMu.Unlock()
-	if !keep {
-		return l.fs.Remove(path)
-	}
-	to := l.recycleName()
-	if err := l.fs.Rename(path, to); err != nil {
-		return err
-	}
-	l.poolMu.Lock()
-	l.pool = append(l.pool, to)
-	l.poolMu.Unlock()
-	l.stats.seg.recycledKept.Add(1)
-	return nil
-}
-
-// RemoveBefore removes, oldest first, every segment whose frames all lie
-// below lsn (a checkpoint: the caller no longer needs those records), or
-// keeps up to Options.RecycleSegments of their files, renamed, for the next
-// segments to reuse (PostgreSQL wal_recycle). The active segment is never
-// removed. The new start of the log is recorded
-// (the first-lsn file, synced) before any file is removed, so a missing
-// oldest segment is damage and a crash between the removals is finished by
-// the next Open; each removal is then made durable (directory synced)
-// before the next. Appends, rolls and readers do not wait for the removals:
-// the segment list is updated at once, under a lock held only for that. It
-// returns the first LSN still kept. Readers positioned in a removed segment
-// fail with fs.ErrNotExist. Concurrent calls are serialized. Errors:
-// ErrClosed, ErrReadOnly (OpenReadOnly), ErrPoisoned (a failed write or
-// sync: reopen the log first), or the filesystem's (the segments not yet removed are then
-// removed by the next Open).
-func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
-	if l.readOnly {
-		return 0, ErrReadOnly
-	}
-	l.mu.Lock()
-	closed := l.closed
-	l.mu.Unlock()
-	if closed {
-		return 0, ErrClosed
-	}
-	l.removeMu.Lock()
-	defer l.removeMu.Unlock()
-	l.mu.Lock()
-	closed = l.closed // again: a Close that ran meanwhile has released the directory lock
-	poisoned := l.poisoned()
-	l.mu.Unlock()
-	if closed {
-		return 0, ErrClosed
-	}
-	if poisoned != nil {
-		// A failed write or sync may have left a recorded cut or a
-		// segment half sealed that only the next Open settles: removing
-		// segments now could remove the one that cut's record names
-		// (found by the simulator, seeds 242 and 489).
-		return 0, poisoned
-	}
-	// Only RemoveBefore shortens the list at its front, and rolls only
-	// append to it: the first k entries stay what they are read as here.
-	l.segsMu.Lock()
-	k := 0
-	for k+1 < len(l.segFirsts) && l.segFirsts[k+1] <= lsn {
-		k++
-	}
-	doomed := slices.Clone(l.segFirsts[:k])
-	first := l.segFirsts[k]
-	l.segsMu.Unlock()
-	if k > 0 {
-		// A segment whose roll is still sealing it (syncing, then writing
-		// its link by name) is removed only once that is done.
-		l.rollMu.Lock()
-		sl := l.seal
-		l.rollMu.Unlock()
-		if sl != nil && sl.seg.first < first {
-			<-sl.done
-			if sl.err != nil {
-				// Its successor's header may never have reached the
-				// disk: removing the segment would leave a log that
-				// starts in that successor, which Open cannot read.
-				return l.FirstLSN(), fmt.Errorf("%w: the roll into %s failed, and %s stays: %w",
-					ErrPoisoned, segmentName(sl.succ.first), segmentName(sl.seg.first), sl.err)
-			}
-		}
-	}
-	if k > 0 {
-		if err := l.writeFirstLSN(first); err != nil {
-			return doomed[0], fmt.Errorf("wal: recording the new first LSN %d: %w", first, err)
-		}
-		l.rmu.Lock() // no ReadRecord is reading through a handle closed here
-		l.segsMu.Lock()
-		l.segFirsts, l.segSizes = l.segFirsts[k:], l.segSizes[k:]
-		l.publishSegmentsLocked()
-		l.segsMu.Unlock()
-		l.closeReadHandles(first, ^LSN(0))
-		l.rmu.Unlock()
-	}
-	// Out of the list now; a removal that fails is retried by the next
-	// call (or finished by the next Open).
-	l.leftover = append(l.leftover, doomed...)
-	for len(l.leftover) > 0 {
-		name := segmentName(l.leftover[0])
-		path := filepath.Join(l.dir, name)
-		if err := l.removeSegmentFile(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return first, fmt.Errorf("wal: removing %s: %w", name, err)
-		}
-		if err := l.syncDir(); err != nil {
-			return first, fmt.Errorf("wal: removing %s: %w", name, err)
-		}
-		l.leftover = l.leftover[1:]
-		// Yield between removals, as the segment preparer does between
-		// chunks: a checkpoint freeing hundreds of segments is a run of
-		// short syscalls that would otherwise keep this P from commits
-		// woken onto it for a whole 10 ms time slice.
-		runtime.Gosched()
-	}
-	return first, nil
 }

@@ -88,22 +88,22 @@ func OpenReadOnly(dir string, opts Options) (*Log, error) {
 			break
 		}
 		l.info = RecoveryInfo{BytesRead: l.info.BytesRead} // every scan's reads count
-		l.writeSeg, l.appendSeg, l.segFirsts, l.segSizes, l.next = nil, nil, nil, nil, 0
+		l.write.seg, l.app.seg, l.segs.firsts, l.segs.sizes, l.app.next = nil, nil, nil, nil, 0
 	}
 	l.info.Duration = time.Since(start)
 	if err != nil {
 		return nil, err
 	}
-	l.segsMu.Lock()
+	l.segs.Lock()
 	l.publishSegmentsLocked()
-	l.segsMu.Unlock()
-	l.active = &logBuffer{start: l.next}
-	l.spareBuf = &logBuffer{}
-	l.appended.Store(uint64(l.next))
-	l.written.Store(uint64(l.next))
-	l.synced.Store(uint64(l.next))
-	l.q.Advance(uint64(l.next), uint64(l.next))
-	l.opts.Logger.Info("wal: opened read-only", "dir", dir, "lsn", l.next, "segments", l.info.Segments,
+	l.segs.Unlock()
+	l.app.active = &logBuffer{start: l.app.next}
+	l.leader.spareBuf = &logBuffer{}
+	l.appended.Store(uint64(l.app.next))
+	l.written.Store(uint64(l.app.next))
+	l.synced.Store(uint64(l.app.next))
+	l.q.Advance(uint64(l.app.next), uint64(l.app.next))
+	l.opts.Logger.Info("wal: opened read-only", "dir", dir, "lsn", l.app.next, "segments", l.info.Segments,
 		"torn_bytes", l.info.TornBytes, "unvouched", l.info.Unvouched)
 	return l, nil
 }
@@ -112,10 +112,10 @@ func OpenReadOnly(dir string, opts Options) (*Log, error) {
 // marked closed: it fails waiters and closes the read handles.
 func (l *Log) closeReadOnly() error {
 	l.q.Fail(ErrClosed)
-	l.rmu.Lock()
-	l.readsClosed = true
+	l.reads.Lock()
+	l.reads.closed = true
 	l.closeReadHandles(1, 0) // every one
-	l.rmu.Unlock()
+	l.reads.Unlock()
 	l.opts.Logger.Info("wal: closed read-only", "dir", l.dir)
 	return nil
 }

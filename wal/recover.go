@@ -109,11 +109,11 @@ type QuarantineFile struct {
 // crash cut short left out), and builds the plan (l.plan): every write that
 // makes the directory hold the log it found. Then Open applies the plan in
 // order; a read-only Log (OpenReadOnly) stops before, with the same
-// verdict. On return l.next, l.writeSeg, l.appendSeg and l.segFirsts
+// verdict. On return l.app.next, l.write.seg, l.app.seg and l.segs.firsts
 // describe the log; after Open any torn tail is zeroed and synced and the
 // new epoch recorded.
 func (l *Log) recover() error {
-	l.plan, l.recoverCut = recoveryPlan{}, noCutLSN
+	l.rec.plan, l.rec.cut = recoveryPlan{}, noCutLSN
 	names, err := l.fs.List(l.dir)
 	if err != nil {
 		if l.readOnly && errors.Is(err, fs.ErrNotExist) {
@@ -126,7 +126,7 @@ func (l *Log) recover() error {
 		return err
 	}
 	// The epoch rule every frame scanned must meet (epoch.go).
-	if l.epoch, err = readEpoch(l.fs, l.dir); err != nil {
+	if l.app.epoch, err = readEpoch(l.fs, l.dir); err != nil {
 		return err
 	}
 	firsts, hasFirst := d.Segments, d.hasFirst
@@ -138,11 +138,11 @@ func (l *Log) recover() error {
 			continue
 		}
 		path := filepath.Join(l.dir, name)
-		l.plan.add(func() error { return l.fs.Remove(path) }, "remove the leftover %s", name)
+		l.rec.plan.add(func() error { return l.fs.Remove(path) }, "remove the leftover %s", name)
 		l.info.RemovedTemp++
 	}
 	if l.info.RemovedTemp > 0 {
-		l.plan.add(l.syncDir, "sync the directory")
+		l.rec.plan.add(l.syncDir, "sync the directory")
 	}
 	recorded := false // the log has a first-lsn file
 	cut := noCutLSN   // a recorded cut a read-only Log must hide instead of finishing
@@ -153,7 +153,7 @@ func (l *Log) recover() error {
 		if firsts, cut, err = l.finishTruncate(firsts); err != nil {
 			return err
 		}
-		l.recoverCut = cut
+		l.rec.cut = cut
 	}
 	l.info.Segments = len(firsts)
 	if len(firsts) == 0 && hasFirst {
@@ -187,7 +187,7 @@ func (l *Log) recover() error {
 			return err
 		}
 		// The leftovers go before the log is created.
-		if err := l.plan.apply(); err != nil {
+		if err := l.rec.plan.apply(); err != nil {
 			return err
 		}
 		s, err := l.prepareSegment(true, false) // installSegment syncs it
@@ -212,8 +212,8 @@ func (l *Log) recover() error {
 			s.f.Close()
 			return fmt.Errorf("wal: open: %w", err)
 		}
-		l.info.Epoch = l.epoch.N
-		l.writeSeg, l.appendSeg, l.segFirsts, l.segSizes = s, s, []LSN{0}, []int64{s.size}
+		l.info.Epoch = l.app.epoch.N
+		l.write.seg, l.app.seg, l.segs.firsts, l.segs.sizes = s, s, []LSN{0}, []int64{s.size}
 		return nil
 	}
 	if err := l.checkSegmentHeaders(firsts); err != nil {
@@ -275,7 +275,7 @@ func (l *Log) recover() error {
 			// stands only if a second read, under the epoch recorded
 			// now, reaches it too.
 			if e, eerr := readEpoch(l.fs, l.dir); eerr == nil {
-				l.epoch = e
+				l.app.epoch = e
 			}
 			sc = newScanner()
 			l.info.TornBytes = 0
@@ -292,7 +292,7 @@ func (l *Log) recover() error {
 		}
 		l.info.Unvouched = int64(end-proven) + rollUnvouched
 		s := &segment{first: first, version: version, use: use, size: size, limit: size, path: path}
-		l.writeSeg, l.appendSeg, l.next = s, s, end
+		l.write.seg, l.app.seg, l.app.next = s, s, end
 		l.planRepairTail(s, sc, end, proven)
 	}
 	if !recorded && oldestVersion >= 2 && firsts[0] != 0 {
@@ -309,7 +309,7 @@ func (l *Log) recover() error {
 		// compatibility): write it, or a later loss of the oldest segment
 		// would go unnoticed.
 		start := firsts[0]
-		l.plan.add(func() error { return l.writeFirstLSN(start) }, "record the log's start, LSN %d, in %s", start, firstLSNName)
+		l.rec.plan.add(func() error { return l.writeFirstLSN(start) }, "record the log's start, LSN %d, in %s", start, firstLSNName)
 	}
 	// Kept files are trusted only after a clean Close. A roll reuses a
 	// kept file by renaming it, and a crash may undo the rename while
@@ -332,17 +332,17 @@ func (l *Log) recover() error {
 	// even where the zeros written over it are lost. The recovered frames
 	// were made durable first (repairTail), so nothing before the end can
 	// change after it.
-	end := l.next
-	l.plan.add(func() error { return l.beginEpoch(end) }, "begin epoch %d at LSN %d (file %s)", l.epoch.N+1, end, epochName)
-	l.info.Epoch = l.epoch.N
-	l.info.Steps = l.plan.describe()
-	l.segFirsts, l.segSizes = firsts, sizes
-	l.info.FirstLSN, l.info.EndLSN = firsts[0], l.next
+	end := l.app.next
+	l.rec.plan.add(func() error { return l.beginEpoch(end) }, "begin epoch %d at LSN %d (file %s)", l.app.epoch.N+1, end, epochName)
+	l.info.Epoch = l.app.epoch.N
+	l.info.Steps = l.rec.plan.describe()
+	l.segs.firsts, l.segs.sizes = firsts, sizes
+	l.info.FirstLSN, l.info.EndLSN = firsts[0], l.app.next
 	if !l.readOnly {
-		if err := l.plan.apply(); err != nil {
+		if err := l.rec.plan.apply(); err != nil {
 			return err
 		}
-		l.info.Epoch = l.epoch.N
+		l.info.Epoch = l.app.epoch.N
 	}
 	slices.SortStableFunc(l.info.Quarantined, func(a, b QuarantineFile) int { return cmp.Compare(a.FromLSN, b.FromLSN) })
 	return nil
@@ -359,7 +359,7 @@ func (l *Log) planRepairTail(s *segment, sc *frameScanner, end, proven LSN) {
 		parts = append(parts, fmt.Sprintf("quarantine and zero the %d torn bytes from LSN %d", n, end))
 	}
 	parts = append(parts, "sync it")
-	l.plan.add(func() error { return l.repairTail(s, sc, end, proven) },
+	l.rec.plan.add(func() error { return l.repairTail(s, sc, end, proven) },
 		"open %s for appends at LSN %d: %s", segmentName(s.first), end, strings.Join(parts, ", "))
 }
 
@@ -383,14 +383,14 @@ func (l *Log) repairTail(s *segment, sc *frameScanner, end, proven LSN) error {
 		// The partial block at the end of the frames is rewritten by
 		// the next write: keep its bytes. An unaligned end of a
 		// segment written by another method is left unused.
-		s.limit = alignDown(s.size, l.dio.align)
+		s.limit = alignDown(s.size, l.write.dio.align)
 		if endOff := s.offset(end); endOff <= s.limit {
-			blk := alignDown(endOff, l.dio.align)
+			blk := alignDown(endOff, l.write.dio.align)
 			tail := make([]byte, endOff-blk)
 			if err := sc.readAt(tail, blk); err != nil {
 				return err
 			}
-			l.dio.setTail(blk, tail)
+			l.write.dio.setTail(blk, tail)
 		}
 	}
 	// After a process crash what was recovered may be only in the page
@@ -504,16 +504,16 @@ func (l *Log) checkFirst(firsts []LSN) (kept []LSN, recorded bool, err error) {
 		// read may be only in the page cache, and after a failed sync
 		// there as clean, so a sync would write nothing (fsyncgate).
 		// Write it again and sync it before removing what it says is gone.
-		l.plan.add(func() error { return l.writeFirstLSN(first) }, "write %s (LSN %d) again and sync it", firstLSNName, first)
+		l.rec.plan.add(func() error { return l.writeFirstLSN(first) }, "write %s (LSN %d) again and sync it", firstLSNName, first)
 	}
 	removed := false
 	for len(firsts) > 1 && firsts[0] < first && firsts[1] <= first {
 		path := filepath.Join(l.dir, segmentName(firsts[0]))
-		l.plan.add(func() error { return l.fs.Remove(path) }, "remove %s, below the recorded start (an interrupted RemoveBefore)", segmentName(firsts[0]))
+		l.rec.plan.add(func() error { return l.fs.Remove(path) }, "remove %s, below the recorded start (an interrupted RemoveBefore)", segmentName(firsts[0]))
 		firsts, removed = firsts[1:], true
 	}
 	if removed {
-		l.plan.add(l.syncDir, "sync the directory")
+		l.rec.plan.add(l.syncDir, "sync the directory")
 	}
 	if firsts[0] > first {
 		return nil, true, &CorruptionError{Segment: segmentName(first), Offset: 0,
@@ -537,8 +537,8 @@ func (l *Log) adoptPooled(names []string, start LSN) error {
 		path := filepath.Join(l.dir, name)
 		if kept < l.opts.RecycleSegments && l.reusable(path, start) {
 			kept++
-			l.plan.add(func() error {
-				l.pool = append(l.pool, path)
+			l.rec.plan.add(func() error {
+				l.prep.pool = append(l.prep.pool, path)
 				n, _ := parseRecycleName(name)
 				for cur := l.tmpSeq.Load(); cur < n && !l.tmpSeq.CompareAndSwap(cur, n); cur = l.tmpSeq.Load() {
 				}
@@ -546,7 +546,7 @@ func (l *Log) adoptPooled(names []string, start LSN) error {
 			}, "keep %s for reuse", name)
 			continue
 		}
-		l.plan.add(func() error {
+		l.rec.plan.add(func() error {
 			if err := l.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
@@ -686,11 +686,11 @@ func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error)
 		if err := ssc.readAt(hdr, 0); err != nil {
 			return firsts, 0, err
 		}
-		l.plan.add(func() error { return l.rewriteHeader(sPath, hdr) }, "write the header of %s again and sync it", sName)
-		l.plan.add(l.syncDir, "sync the directory")
+		l.rec.plan.add(func() error { return l.rewriteHeader(sPath, hdr) }, "write the header of %s again and sync it", sName)
+		l.rec.plan.add(l.syncDir, "sync the directory")
 		if from < sFirst {
 			p := &segment{first: pFirst, version: pVersion, use: psc.s.use, size: psc.s.size, path: pPath}
-			l.plan.add(func() error {
+			l.rec.plan.add(func() error {
 				return l.withScanner(p, func(sc *frameScanner) error { return l.rewrite(p, sc, from, sFirst) })
 			}, "write again the unvouched frames of %s, LSNs %d to %d, and sync them", pName, from, sFirst)
 		}
@@ -722,14 +722,14 @@ func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error)
 	}
 	sSeg := &segment{first: sFirst, version: ssc.s.version, use: ssc.s.use, size: ssc.s.size, path: sPath}
 	if tornBytes > 0 {
-		l.plan.add(func() error {
+		l.rec.plan.add(func() error {
 			l.opts.Logger.Warn("wal: the last roll did not finish before the crash: removing its new segment",
 				"segment", sName, "end_lsn", x, "frames_bytes", tornBytes)
 			return l.withScanner(sSeg, func(sc *frameScanner) error { return l.quarantine(sFirst, sc, sc.s.hdr(), tornBytes) })
 		}, "quarantine the %d bytes written into %s, a segment whose roll a crash cut short", tornBytes, sName)
 	}
-	l.plan.add(func() error { return l.fs.Remove(sPath) }, "remove %s", sName)
-	l.plan.add(l.syncDir, "sync the directory")
+	l.rec.plan.add(func() error { return l.fs.Remove(sPath) }, "remove %s", sName)
+	l.rec.plan.add(l.syncDir, "sync the directory")
 	return firsts[:n-1], 0, nil
 }
 
@@ -843,7 +843,7 @@ func (l *Log) checkSealedSegment(path, name string, first, next LSN) (size int64
 		return size, version, nil
 	}
 	seg := &segment{first: first, version: version, use: sc.s.use, size: size, path: path}
-	l.plan.add(func() error { return l.writeLink(seg, next) }, "write the missing link frame of %s, at LSN %d", name, next)
+	l.rec.plan.add(func() error { return l.writeLink(seg, next) }, "write the missing link frame of %s, at LSN %d", name, next)
 	return size, version, nil
 }
 
@@ -1179,7 +1179,7 @@ func (l *Log) zeroTail(s *segment, end LSN, n int64) error {
 		if stop <= s.limit {
 			// Aligned: rewrite the partial block's kept bytes, then zeros
 			// to the next block boundary.
-			if err := l.zeroDirect(s, alignUp(stop, l.dio.align)); err != nil {
+			if err := l.zeroDirect(s, alignUp(stop, l.write.dio.align)); err != nil {
 				return err
 			}
 			l.opts.Logger.Warn("wal: zeroed the tail", "segment", s.path, "lsn", end, "bytes", n, "torn_bytes", l.info.TornBytes)
@@ -1206,7 +1206,7 @@ func (l *Log) zeroTail(s *segment, end LSN, n int64) error {
 // kept bytes, then zeros) and zeros after it up to stop, an aligned offset.
 func (l *Log) zeroDirect(s *segment, stop int64) error {
 	const chunk = 1 << 20
-	d := &l.dio
+	d := &l.write.dio
 	buf := alignedBuf(int(min(chunk, stop-d.tailOff)), d.align)
 	for off := d.tailOff; off < stop; {
 		clear(buf)

@@ -38,7 +38,7 @@ func TestAdoptedNamesNeverReused(t *testing.T) {
 				highest = max(highest, n)
 			}
 		}
-		if round > 0 && len(l.pool) == 0 {
+		if round > 0 && len(l.prep.pool) == 0 {
 			t.Fatalf("round %d: nothing adopted from %v", round, names)
 		}
 		if got := l.tmpSeq.Load(); got < highest {
@@ -46,9 +46,9 @@ func TestAdoptedNamesNeverReused(t *testing.T) {
 		}
 		fill(l, 4)
 		seen := map[string]bool{}
-		for _, p := range l.pool {
+		for _, p := range l.prep.pool {
 			if seen[p] {
-				t.Fatalf("round %d: %s twice in the pool %v", round, p, l.pool)
+				t.Fatalf("round %d: %s twice in the pool %v", round, p, l.prep.pool)
 			}
 			seen[p] = true
 		}

@@ -162,7 +162,7 @@ func TestLogDirEntryDurableAfterFailedOpen(t *testing.T) {
 
 // TestRemoveBeforeDirSyncFailureKeepsListTrue: RemoveBefore
 // removes a segment, then syncs the directory, and only then drops the
-// segment from l.segFirsts. When the directory sync fails, the file is gone
+// segment from l.segs.firsts. When the directory sync fails, the file is gone
 // but the log still lists it as its oldest segment, and the log is not
 // poisoned (it keeps taking appends).
 //

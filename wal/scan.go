@@ -3,8 +3,9 @@ package wal
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/durawal/durawal/wal/internal/format"
 	"io"
+
+	"github.com/durawal/durawal/wal/internal/format"
 
 	"github.com/durawal/durawal/wal/vfs"
 )
@@ -43,8 +44,8 @@ func (l *Log) scanFile(f vfs.File, name string, first LSN, size int64) *frameSca
 	if w := l.opts.scanWindow; w > 0 {
 		sc.window = max(w, 2*frameHeaderSize)
 	}
-	sc.rule = l.epoch
-	sc.cut = l.recoverCut
+	sc.rule = l.app.epoch
+	sc.cut = l.rec.cut
 	return sc
 }
 

@@ -172,7 +172,7 @@ func TestReadRecordRacingCloseLeaksNoHandle(t *testing.T) {
 
 // TestFailedRollLeaksNoHandle: a roll whose header write into the
 // spare fails poisons the log; Close must still release every file,
-// the spare's handle included (rollTo returns before it is writeSeg, and
+// the spare's handle included (rollTo returns before it is write.seg, and
 // nothing else holds it).
 func TestFailedRollLeaksNoHandle(t *testing.T) {
 	for _, method := range []vfs.SyncMethod{vfs.Fdatasync, vfs.ODsync} {

@@ -24,7 +24,7 @@ type counters struct {
 	slowSyncs                                     atomic.Uint64
 	readerBytes, readerRecords                    atomic.Uint64
 
-	// Gauges of the installed segments, set under Log.segsMu.
+	// Gauges of the installed segments, set under Log.segs.
 	segments, segmentBytes atomic.Int64
 	firstLSN               atomic.Uint64
 
@@ -309,8 +309,8 @@ func (l *Log) Stats() Stats {
 		PartialBlockWrites:      c.partialBlockWrites.Load(),
 		SyncMethod:              l.method,
 		SyncMethodFallback:      l.fellBack,
-		DirectIOAlignment:       l.dio.align,
-		DirectIOAlignmentSource: l.dio.source,
+		DirectIOAlignment:       l.write.dio.align,
+		DirectIOAlignmentSource: l.write.dio.source,
 
 		SlowSyncs:         c.slowSyncs.Load(),
 		FsyncDuration:     c.fsyncHist.snapshot(),

@@ -55,56 +55,56 @@ func (l *Log) TruncateFrom(lsn LSN) error {
 	}
 	l.truncMu.Lock()
 	defer l.truncMu.Unlock()
-	l.removeMu.Lock() // RemoveBefore relies on the front of the segment list staying put
-	defer l.removeMu.Unlock()
+	l.removal.Lock() // RemoveBefore relies on the front of the segment list staying put
+	defer l.removal.Unlock()
 	// Make everything appended written and durable, then hold appends,
 	// flushes and reads off: the log buffer is empty and nothing is in
 	// flight.
 	for {
-		l.mu.Lock()
+		l.app.Lock()
 		if err := l.usableLocked(); err != nil {
-			l.mu.Unlock()
+			l.app.Unlock()
 			return err
 		}
-		qend := uint64(l.next) + l.qbase
-		l.mu.Unlock()
+		qend := uint64(l.app.next) + l.qbase
+		l.app.Unlock()
 		if err := l.q.Wait(context.Background(), qend, groupcommit.Synced); err != nil {
 			return err
 		}
-		l.rmu.Lock()
-		l.flushMu.Lock()
-		// No roll can start while flushMu is held: let the last one's
+		l.reads.Lock()
+		l.flushing.Lock()
+		// No roll can start while the flush lock (l.flushing) is held: let the last one's
 		// sealing finish writing its link, which the cut may zero.
 		if err := l.awaitSeal(false); err != nil {
-			l.flushMu.Unlock()
-			l.rmu.Unlock()
+			l.flushing.Unlock()
+			l.reads.Unlock()
 			return fmt.Errorf("%w: %w", ErrPoisoned, err)
 		}
-		l.mu.Lock()
+		l.app.Lock()
 		if err := l.usableLocked(); err != nil {
-			l.mu.Unlock()
-			l.flushMu.Unlock()
-			l.rmu.Unlock()
+			l.app.Unlock()
+			l.flushing.Unlock()
+			l.reads.Unlock()
 			return err
 		}
-		if len(l.active.buf) == 0 && LSN(l.synced.Load()) == l.next {
+		if len(l.app.active.buf) == 0 && LSN(l.synced.Load()) == l.app.next {
 			break
 		}
-		l.mu.Unlock() // appends came in between: flush them too
-		l.flushMu.Unlock()
-		l.rmu.Unlock()
+		l.app.Unlock() // appends came in between: flush them too
+		l.flushing.Unlock()
+		l.reads.Unlock()
 	}
-	defer l.rmu.Unlock()
-	defer l.flushMu.Unlock()
-	defer l.mu.Unlock()
+	defer l.reads.Unlock()
+	defer l.flushing.Unlock()
+	defer l.app.Unlock()
 
-	l.segsMu.Lock()
-	first := l.segFirsts[0]
-	l.segsMu.Unlock()
-	if lsn < first || lsn > l.next {
-		return fmt.Errorf("%w: cannot truncate at LSN %d: the log holds LSNs %d to %d", ErrNotFound, lsn, first, l.next)
+	l.segs.Lock()
+	first := l.segs.firsts[0]
+	l.segs.Unlock()
+	if lsn < first || lsn > l.app.next {
+		return fmt.Errorf("%w: cannot truncate at LSN %d: the log holds LSNs %d to %d", ErrNotFound, lsn, first, l.app.next)
 	}
-	if lsn == l.next {
+	if lsn == l.app.next {
 		return nil
 	}
 	if _, err := l.readFile(lsn, nil); err != nil { // lsn must start a record
@@ -113,8 +113,8 @@ func (l *Log) TruncateFrom(lsn LSN) error {
 
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
-	l.segsMu.Lock()
-	defer l.segsMu.Unlock()
+	l.segs.Lock()
+	defer l.segs.Unlock()
 	err := l.cutLocked(lsn)
 	if err != nil {
 		l.poison(err)
@@ -126,15 +126,15 @@ func (l *Log) TruncateFrom(lsn LSN) error {
 // cutLocked carries out TruncateFrom's steps at lsn, a record's LSN, with
 // every lock held and everything appended durable.
 func (l *Log) cutLocked(lsn LSN) error {
-	k := len(l.segFirsts) - 1
-	for l.segFirsts[k] > lsn {
+	k := len(l.segs.firsts) - 1
+	for l.segs.firsts[k] > lsn {
 		k--
 	}
-	keep := l.segFirsts[k]
-	oldNext := l.next
+	keep := l.segs.firsts[k]
+	oldNext := l.app.next
 	zeroEnd := oldNext
-	if k+1 < len(l.segFirsts) {
-		zeroEnd = l.segFirsts[k+1]
+	if k+1 < len(l.segs.firsts) {
+		zeroEnd = l.segs.firsts[k+1]
 	}
 	zeroEnd += endFrameSize // the end or link frame after the last frame
 
@@ -168,12 +168,12 @@ func (l *Log) cutLocked(lsn LSN) error {
 	if err := l.zeroRange(s, lsn, min(s.offset(zeroEnd), s.size)); err != nil {
 		return fmt.Errorf("zeroing the dropped frames of %s: %w", segmentName(keep), err)
 	}
-	for _, f := range l.segFirsts[k+1:] {
+	for _, f := range l.segs.firsts[k+1:] {
 		if err := l.fs.Remove(filepath.Join(l.dir, segmentName(f))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("removing %s: %w", segmentName(f), err)
 		}
 	}
-	if k+1 < len(l.segFirsts) {
+	if k+1 < len(l.segs.firsts) {
 		if err := l.syncDir(); err != nil {
 			return err
 		}
@@ -186,8 +186,8 @@ func (l *Log) cutLocked(lsn LSN) error {
 	}
 
 	// The files are cut: make the Log say so.
-	if k+1 < len(l.segFirsts) {
-		old := l.writeSeg
+	if k+1 < len(l.segs.firsts) {
+		old := l.write.seg
 		f, err := l.openFile(path, l.fs.OpenReadWrite)
 		if err != nil {
 			return fmt.Errorf("reopening %s for writing: %w", path, err)
@@ -197,39 +197,39 @@ func (l *Log) cutLocked(lsn LSN) error {
 			old.f.Close() // removed: nothing in it is needed any more
 			old.f = nil
 		}
-		l.rollMu.Lock()
-		l.writeSeg = s
-		l.rollMu.Unlock()
-		l.appendSeg = s
+		l.write.Lock()
+		l.write.seg = s
+		l.write.Unlock()
+		l.app.seg = s
 	}
-	ws := l.writeSeg
+	ws := l.write.seg
 	ws.limit = ws.size
 	if l.method.Direct() {
-		ws.limit = alignDown(ws.size, l.dio.align)
+		ws.limit = alignDown(ws.size, l.write.dio.align)
 		endOff := ws.offset(lsn)
-		blk := alignDown(endOff, l.dio.align)
+		blk := alignDown(endOff, l.write.dio.align)
 		tail := make([]byte, endOff-blk)
 		if err := readFull(rf, tail, blk, keep); err != nil {
 			return err
 		}
-		l.dio.setTail(blk, tail)
+		l.write.dio.setTail(blk, tail)
 	}
-	l.segFirsts = l.segFirsts[:k+1]
-	l.closeReadHandles(l.segFirsts[0], keep)
-	l.next = lsn
-	l.active.reset(lsn)
-	l.active.seg = l.appendSeg
+	l.segs.firsts = l.segs.firsts[:k+1]
+	l.closeReadHandles(l.segs.firsts[0], keep)
+	l.app.next = lsn
+	l.app.active.reset(lsn)
+	l.app.active.seg = l.app.seg
 	l.qbase += uint64(oldNext - lsn)
 	l.appended.Store(uint64(lsn))
 	l.written.Store(uint64(lsn))
 	l.synced.Store(uint64(lsn))
-	l.groupsSinceSync.Store(0)
-	l.readersMu.Lock()
-	for r := range l.readers {
+	l.leader.groupsSinceSync.Store(0)
+	l.readers.Lock()
+	for r := range l.readers.m {
 		for c := r.cut.Load(); uint64(lsn) < c && !r.cut.CompareAndSwap(c, uint64(lsn)); c = r.cut.Load() {
 		}
 	}
-	l.readersMu.Unlock()
+	l.readers.Unlock()
 	l.notifyTail() // a Reader waiting at the old tail sees the cut (ErrTruncated) now, not at the next write
 	l.opts.Logger.Info("wal: truncated", "dir", l.dir, "lsn", lsn, "dropped_bytes", oldNext-lsn)
 	return nil
@@ -365,17 +365,17 @@ func (l *Log) finishTruncate(firsts []LSN) (kept []LSN, cut LSN, err error) {
 	}
 	for _, f := range firsts[k+1:] {
 		path := filepath.Join(l.dir, segmentName(f))
-		l.plan.add(func() error { return l.fs.Remove(path) }, "remove %s, after the recorded cut at LSN %d (an interrupted TruncateFrom)", segmentName(f), cut)
+		l.rec.plan.add(func() error { return l.fs.Remove(path) }, "remove %s, after the recorded cut at LSN %d (an interrupted TruncateFrom)", segmentName(f), cut)
 	}
-	l.plan.add(l.syncDir, "sync the directory")
+	l.rec.plan.add(l.syncDir, "sync the directory")
 	path := filepath.Join(l.dir, segmentName(firsts[k]))
 	first := firsts[k]
-	l.plan.add(func() error {
+	l.rec.plan.add(func() error {
 		l.opts.Logger.Warn("wal: finishing an interrupted truncation", "dir", l.dir, "lsn", cut)
 		return l.zeroAfterCut(path, first, cut)
 	}, "zero %s from the cut at LSN %d and sync it", segmentName(first), cut)
-	l.plan.add(func() error { return l.fs.Remove(filepath.Join(l.dir, truncateName)) }, "remove %s", truncateName)
-	l.plan.add(l.syncDir, "sync the directory")
+	l.rec.plan.add(func() error { return l.fs.Remove(filepath.Join(l.dir, truncateName)) }, "remove %s", truncateName)
+	l.rec.plan.add(l.syncDir, "sync the directory")
 	return firsts[:k+1], cut, nil
 }
 

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/durawal/durawal/groupcommit"
@@ -22,124 +21,126 @@ import (
 // from many goroutines are serialised into one LSN order and frames never
 // interleave.
 type Log struct {
-	dir    string
-	opts   Options
-	fs     vfs.FS
-	pol    policy.Policy
-	lock   io.Closer
-	q      *groupcommit.Queue
-	opened time.Time // monotonic origin of the nanosecond clocks below
-	info   RecoveryInfo
-
-	// Set while Open runs and fixed after it.
+	// Fixed once Open returns.
+	dir      string
+	opts     Options
+	fs       vfs.FS
+	pol      policy.Policy
+	lock     io.Closer
+	q        *groupcommit.Queue
+	opened   time.Time      // monotonic origin of the nanosecond clocks below
+	info     RecoveryInfo   // what Open's recovery found and did
 	method   vfs.SyncMethod // the sync method in use (after any fallback)
 	fellBack bool           // method is a fallback from opts.SyncMethod
 	opening  bool           // Open is running: a refused method may fall back
 	readOnly bool           // opened by OpenReadOnly: nothing is written, removed or synced
+	madeDir  bool           // Open created the log directory (and synced its parent)
+	syncKick chan struct{}  // wakes the flusher for an incremental sync (Options.IncrementalSync); nil if off
+	stop     chan struct{}  // closed by Close to stop the background flusher
+	wg       sync.WaitGroup // background flusher, segment preparers, log-buffer handoff writers
 
-	mu            sync.Mutex   // guards the fields down to the blank line
-	next          LSN          // where the next frame goes (the appended LSN)
-	active        *logBuffer   // frames appended but not yet taken by a flush
-	appendSeg     *segment     // segment that receives the frame at next
-	spare         *segment     // prepared segment for the next roll, or nil
-	epoch         epochRule    // the epoch new frames carry (epoch.go); changed only with appends held, under mu
-	plan          recoveryPlan // what recovery decided to write (plan.go); applied by Open only
-	recoverCut    LSN          // a recorded cut recovery reads the log as finished at (noCutLSN: none)
-	preparing     bool         // a goroutine is preparing the spare
-	prepDone      chan struct{}
-	prepErr       error // why the last preparation failed
-	closed        bool
-	postponeStart time.Time // first commit whose write was postponed (Redis everysec)
-	delayedSeen   bool      // the current postponement was already counted as delayed
+	// rec is what recovery decided (plan.go); Open applies it, and nothing
+	// reads it after.
+	rec struct {
+		plan recoveryPlan
+		cut  LSN // a recorded cut recovery reads the log as finished at (noCutLSN: none)
+	}
 
-	// Owned by the flush leader (groupcommit runs one FlushFunc at a time).
-	spareBuf        *logBuffer
-	groupsSinceSync atomic.Int64
-	zeros           []byte       // zeroAhead's buffer, made on first use
-	writeSize       atomic.Int64 // moving average of the frame bytes per write (largeWrites)
+	// app is the append side: its lock (the append lock) is held to give a
+	// record its LSN and copy it into the log buffer.
+	app struct {
+		sync.Mutex
+		next          LSN        // where the next frame goes (the appended LSN)
+		active        *logBuffer // frames appended but not yet taken by a flush
+		seg           *segment   // segment that receives the frame at next
+		epoch         epochRule  // the epoch new frames carry (epoch.go); changed only with appends held
+		closed        bool
+		postponeStart time.Time // first commit whose write was postponed (Redis everysec)
+		delayedSeen   bool      // the current postponement was already counted as delayed
+	}
 
-	syncMu   sync.Mutex // serialises every sync of a segment file (no two ever run on one file at once)
-	rollMu   sync.Mutex // guards writeSeg and seal: changed under flushMu and rollMu, read under either
-	writeSeg *segment   // segment that receives the write at the written LSN
-	seal     *seal      // the last roll's sealing of the segment it finished (nil before the first roll)
-	dio      dioState   // direct-I/O state of writeSeg (owned like writeSeg)
+	// prep makes the next segment ahead of the roll that needs it, from the
+	// recycle pool when it can (prepare.go).
+	prep preparer
 
-	segsMu    sync.Mutex // guards segFirsts and segSizes; held only to read or change the list
-	madeDir   bool       // Open created the log directory (and synced its parent)
-	removeMu  sync.Mutex // serializes RemoveBefore calls; held across their file removals and syncs
-	leftover  []LSN      // segments below the recorded start that a failed RemoveBefore left; guarded by removeMu
-	segFirsts []LSN      // first LSNs of the installed segments, ascending
-	segSizes  []int64    // their file sizes in bytes, in the same order
+	// leader is owned by the flush leader (groupcommit runs one FlushFunc at
+	// a time).
+	leader struct {
+		spareBuf        *logBuffer
+		groupsSinceSync atomic.Int64
+		zeros           []byte       // zeroAhead's buffer, made on first use
+		writeSize       atomic.Int64 // moving average of the frame bytes per write (largeWrites)
+	}
+
+	// flushing is held by the flush leader while it flushes, and by
+	// TruncateFrom.
+	flushing struct {
+		sync.Mutex
+		shut bool // Close is closing the files: no flush may start
+	}
 
 	// qbase maps LSNs to the group-commit queue's positions (LSN + qbase),
 	// which only go up: TruncateFrom lowers the LSNs and raises qbase by
 	// as much, so a stale watermark or waiter can never cover a new frame.
-	// Written under flushMu, l.mu and syncMu together; read under any one.
-	qbase   uint64
-	flushMu sync.Mutex // held by the flush leader while it flushes, and by TruncateFrom
-	shut    bool       // Close is closing the files: no flush may start; guarded by flushMu
+	// Written under flushing, app and syncMu together; read under any one.
+	qbase uint64
+
+	syncMu  sync.Mutex // serialises every sync of a segment file (no two ever run on one file at once)
 	truncMu sync.Mutex // serialises TruncateFrom calls
 
-	rmu         sync.RWMutex        // read-locked by ReadRecord's file reads; locked by RemoveBefore, TruncateFrom, Close
-	readsClosed bool                // Close closed the read handles: no read may open one; guarded by rmu
-	rfilesMu    sync.Mutex          // guards rfiles
-	rfiles      map[LSN]*readHandle // read-only segment handles of ReadRecord, by first LSN
-	tailMu      sync.Mutex          // guards tailCh
-	tailCh      chan struct{}       // closed when the written or synced LSN moves (or the log closes); nil while no Reader waits
-	tailWaiting atomic.Bool         // tailCh is not nil
+	// write is the write side: its fields change under flushing and write's
+	// own lock (the roll lock), and are read under either.
+	write struct {
+		sync.Mutex
+		seg  *segment // segment that receives the write at the written LSN
+		seal *seal    // the last roll's sealing of the segment it finished (nil before the first roll)
+		dio  dioState // direct-I/O state of seg
+	}
 
-	readersMu sync.Mutex           // guards readers
-	readers   map[*Reader]struct{} // open Readers, told of truncations
+	// segs lists the installed segments; its lock is held only to read or
+	// change the list.
+	segs struct {
+		sync.Mutex
+		firsts []LSN   // first LSNs, ascending
+		sizes  []int64 // file sizes in bytes, in the same order
+	}
 
+	// removal serializes RemoveBefore calls; held across their file removals
+	// and syncs.
+	removal struct {
+		sync.Mutex
+		leftover []LSN // segments below the recorded start that a failed RemoveBefore left
+	}
+
+	// reads is read-locked by ReadRecord's file reads and locked by
+	// RemoveBefore, TruncateFrom and Close.
+	reads struct {
+		sync.RWMutex
+		closed bool // Close closed the read handles: no read may open one
+	}
+	rfiles struct {
+		sync.Mutex
+		m map[LSN]*readHandle // read-only segment handles of ReadRecord, by first LSN
+	}
+	tail struct {
+		sync.Mutex
+		ch      chan struct{} // closed when the written or synced LSN moves (or the log closes); nil while no Reader waits
+		waiting atomic.Bool   // ch is not nil
+	}
+	readers struct {
+		sync.Mutex
+		m map[*Reader]struct{} // open Readers, told of truncations
+	}
+
+	// Positions, clocks and counters, read without a lock.
 	appended, written, synced atomic.Uint64
 	lastSyncStart             atomic.Int64 // ns since opened
 	lastWrite                 atomic.Int64 // ns since opened
 	syncInProgress            atomic.Bool
+	writing                   atomic.Bool // a flush swapped a half out and has not finished writing and syncing it
 	poisonErr                 atomic.Pointer[error]
 	tmpSeq                    atomic.Int64
 	stats                     counters
-
-	syncKick chan struct{} // wakes the flusher for an incremental sync (Options.IncrementalSync); nil if off
-	writing  atomic.Bool   // a flush swapped a half out and has not finished writing and syncing it
-
-	poolMu sync.Mutex
-	pool   []string // paths of segment files kept for reuse (RecycleSegments), oldest first
-
-	stop chan struct{}  // closed by Close to stop the background flusher
-	wg   sync.WaitGroup // background flusher, segment preparers, log-buffer handoff writers
-}
-
-// logBuffer holds frames appended contiguously in LSN order from start.
-type logBuffer struct {
-	start LSN
-	buf   []byte
-	seg   *segment // the segment the frames from start go into, up to the first roll
-	rolls []roll   // segments that begin inside buf, in LSN order
-	// swapped, when not nil, is closed once the buffer stops being the
-	// active one (flush swaps it out to write it): appends that found it
-	// full wait on it (reserveLocked), and flushed is closed when the
-	// write they asked for returned (written or failed). Both under l.mu.
-	swapped, flushed chan struct{}
-}
-
-// roll marks the LSN at which frames move to a new segment.
-type roll struct {
-	lsn LSN
-	seg *segment
-}
-
-func (b *logBuffer) reset(start LSN) {
-	b.start, b.buf, b.rolls = start, b.buf[:0], b.rolls[:0]
-	b.released()
-}
-
-// released closes b.swapped, if an append waits on it: b is no longer the
-// active half (or was emptied in place). l.mu is held.
-func (b *logBuffer) released() {
-	if b.swapped != nil {
-		close(b.swapped)
-		b.swapped, b.flushed = nil, nil
-	}
 }
 
 // Open opens the log in dir, creating dir (and any missing parents) and an
@@ -189,20 +190,20 @@ func Open(dir string, opts Options) (*Log, error) {
 		noteHeld(dir, false)
 		return nil, err
 	}
-	l.segsMu.Lock()
+	l.segs.Lock()
 	l.publishSegmentsLocked()
-	l.segsMu.Unlock()
+	l.segs.Unlock()
 	// Both halves are allocated at full size now: growing them by append
 	// under the append lock copied megabytes per step and stalled commits
 	// for up to hundreds of milliseconds in a slow VM, long enough to break
 	// a buffered policy's loss bound in the first second.
 	n := bufferPrealloc(l.opts)
-	l.active = &logBuffer{start: l.next, buf: make([]byte, 0, n), seg: l.appendSeg}
-	l.spareBuf = &logBuffer{buf: make([]byte, 0, n)}
-	l.appended.Store(uint64(l.next))
-	l.written.Store(uint64(l.next))
-	l.synced.Store(uint64(l.next))
-	q.Advance(uint64(l.next), uint64(l.next))
+	l.app.active = &logBuffer{start: l.app.next, buf: make([]byte, 0, n), seg: l.app.seg}
+	l.leader.spareBuf = &logBuffer{buf: make([]byte, 0, n)}
+	l.appended.Store(uint64(l.app.next))
+	l.written.Store(uint64(l.app.next))
+	l.synced.Store(uint64(l.app.next))
+	q.Advance(uint64(l.app.next), uint64(l.app.next))
 	if l.pol.Tick() > 0 {
 		if l.opts.IncrementalSync > 0 {
 			l.syncKick = make(chan struct{}, 1)
@@ -210,7 +211,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		l.wg.Add(1)
 		go l.runFlusher()
 	}
-	l.opts.Logger.Info("wal: opened", "dir", dir, "lsn", l.next, "policy", l.pol.String(),
+	l.opts.Logger.Info("wal: opened", "dir", dir, "lsn", l.app.next, "policy", l.pol.String(),
 		"sync_method", l.method.String(), "segments", l.info.Segments, "torn_bytes", l.info.TornBytes)
 	return l, nil
 }
@@ -233,8 +234,8 @@ func newLog(dir string, opts Options) (*Log, error) {
 		opened: time.Now(),
 		stop:   make(chan struct{}),
 		method: opts.SyncMethod,
-		dio:    dioState{align: 1, source: "none"},
 	}
+	l.write.dio = dioState{align: 1, source: "none"}
 	q, err := groupcommit.New(l.flush, opts.GroupCommit)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
@@ -246,15 +247,6 @@ func newLog(dir string, opts Options) (*Log, error) {
 	}
 	l.q = q
 	return l, nil
-}
-
-// bufferPrealloc is the capacity in bytes each log-buffer half gets at Open:
-// BufferSize, but no more than two segments' worth, which is all a half can
-// hold before a small segment's rolls make frames wait anyway (tests open
-// thousands of logs with 4 KiB segments). A half that still needs more, for
-// one frame above it, grows then.
-func bufferPrealloc(o Options) int {
-	return int(min(int64(o.BufferSize), 2*o.SegmentSize))
 }
 
 // foreignIfNotRegular marks err, if it is the filesystem's refusal of an
@@ -355,12 +347,12 @@ func (l *Log) AppendContext(ctx context.Context, rec []byte, opts ...AppendOptio
 	start := l.lockTimed()
 	lsn, err := l.reserveLocked(ctx, rec, &start)
 	if err != nil {
-		l.mu.Unlock()
+		l.app.Unlock()
 		return 0, err
 	}
-	end, qend := l.next, uint64(l.next)+l.qbase
+	end, qend := l.app.next, uint64(l.app.next)+l.qbase
 	w := l.commitWaitLocked(opts)
-	l.mu.Unlock()
+	l.app.Unlock()
 	return lsn, l.commit(ctx, end, qend, w, start, 1)
 }
 
@@ -424,7 +416,7 @@ func (l *Log) appendBatch(ctx context.Context, recs [][]byte, lsns []LSN, opts [
 	for i, rec := range recs {
 		lsn, err := l.reserveLocked(ctx, rec, &start)
 		if err != nil {
-			l.mu.Unlock()
+			l.app.Unlock()
 			if i == 0 {
 				return 0, err
 			}
@@ -440,9 +432,9 @@ func (l *Log) appendBatch(ctx context.Context, recs [][]byte, lsns []LSN, opts [
 			lsns[i] = lsn
 		}
 	}
-	end, qend := l.next, uint64(l.next)+l.qbase
+	end, qend := l.app.next, uint64(l.app.next)+l.qbase
 	w := l.commitWaitLocked(opts)
-	l.mu.Unlock()
+	l.app.Unlock()
 	return first, l.commit(ctx, end, qend, w, start, len(recs))
 }
 
@@ -461,12 +453,12 @@ func (l *Log) commitWaitLocked(opts []AppendOption) policy.Wait {
 	st := l.stateLocked(now)
 	w := l.pol.Commit(st)
 	if st.SyncInProgress {
-		if w == policy.WaitNone && l.postponeStart.IsZero() {
-			l.postponeStart = now
+		if w == policy.WaitNone && l.app.postponeStart.IsZero() {
+			l.app.postponeStart = now
 			l.stats.postponedWrites.Add(1)
 		}
-		if w == policy.WaitWrite && !l.postponeStart.IsZero() && !l.delayedSeen {
-			l.delayedSeen = true
+		if w == policy.WaitWrite && !l.app.postponeStart.IsZero() && !l.app.delayedSeen {
+			l.app.delayedSeen = true
 			l.stats.delayedWrites.Add(1) // Redis aof_delayed_fsync
 		}
 	}
@@ -484,7 +476,7 @@ func (l *Log) commitWaitLocked(opts []AppendOption) policy.Wait {
 // group (groupcommit.Queue.WaitTimed), and reports it to the Observer with
 // the number of records appended; a commit covered before it had to wait
 // reads the clock itself. A commit that waits for nothing and never
-// waited (policy.WaitNone, l.mu free, no log-buffer or segment wait) reads
+// waited (policy.WaitNone, l.app free, no log-buffer or segment wait) reads
 // no clock and counts as 0: it returns in the time of a copy, and two
 // clock reads cost a third of that (kvm-clock on the dev VM, 45-100 ns a
 // reading).
@@ -527,21 +519,21 @@ func (l *Log) commit(ctx context.Context, end LSN, qend uint64, w policy.Wait, s
 // clock was not read (lockTimed).
 const notTimed = time.Duration(-1 << 63)
 
-// lockTimed locks l.mu and returns notTimed, or, if l.mu was held by
+// lockTimed locks l.app and returns notTimed, or, if l.app was held by
 // another goroutine, the time (since l.opened) at which this one began to
 // wait for it: a commit's latency runs from its first wait.
 func (l *Log) lockTimed() time.Duration {
-	if l.mu.TryLock() {
+	if l.app.TryLock() {
 		return notTimed
 	}
 	start := time.Since(l.opened)
-	l.mu.Lock()
+	l.app.Lock()
 	return start
 }
 
 // reserveLocked assigns rec the next LSN and copies its frame into the log
 // buffer, rolling to a new segment or waiting for buffer space as needed.
-// l.mu is held on entry and on return, but may be released while waiting;
+// l.app is held on entry and on return, but may be released while waiting;
 // before it waits, it sets *start (if still notTimed) to the time since
 // l.opened.
 func (l *Log) reserveLocked(ctx context.Context, rec []byte, start *time.Duration) (LSN, error) {
@@ -562,18 +554,18 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte, start *time.Duratio
 		// previous half is still being written (Innodb_log_waits); the
 		// write of this one runs on, as InnoDB's log writer thread writes
 		// while transactions fill the log buffer.
-		if b := l.active; len(b.buf) > 0 && len(b.buf)+int(fsz) > l.opts.BufferSize {
+		if b := l.app.active; len(b.buf) > 0 && len(b.buf)+int(fsz) > l.opts.BufferSize {
 			if !counted && l.writing.Load() { // every append that waits for it, not only the one handing b off
 				counted = true
 				l.stats.bufferFullWaits.Add(1)
 			}
 			if b.swapped == nil {
 				b.swapped, b.flushed = make(chan struct{}), make(chan struct{})
-				target, flushed := uint64(l.next)+l.qbase, b.flushed
+				target, flushed := uint64(l.app.next)+l.qbase, b.flushed
 				// In l.wg: the write may still run after the append
 				// returned, and Close must not close the files under it
 				// (a log poisoned meanwhile skips Close's final flush).
-				// Added under l.mu with l.closed false, before Close waits.
+				// Added under l.app with l.closed false, before Close waits.
 				l.wg.Add(1)
 				go func() {
 					defer l.wg.Done()
@@ -585,23 +577,23 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte, start *time.Duratio
 			}
 			swapped, flushed := b.swapped, b.flushed
 			timed()
-			l.mu.Unlock()
+			l.app.Unlock()
 			select {
 			case <-swapped:
 			case <-flushed:
 			case <-ctx.Done():
 			}
-			l.mu.Lock()
+			l.app.Lock()
 			if err := ctx.Err(); err != nil {
 				return 0, fmt.Errorf("%w: %w", ErrNotAppended, err)
 			}
 			continue
 		}
-		used := int64(l.next - l.appendSeg.first)
+		used := int64(l.app.next - l.app.seg.first)
 		// A segment older than format 6 takes no new frame: its frames carry
 		// no epoch (a writable Open rolls away from it on the first append).
-		if l.appendSeg.version >= 6 && used+fsz <= l.appendSeg.room() { // room: an older unaligned tail stays unused under O_DIRECT
-			if l.spare == nil && !l.preparing && l.prepErr == nil && used+fsz > l.appendSeg.room()/prepareAt {
+		if l.app.seg.version >= 6 && used+fsz <= l.app.seg.room() { // room: an older unaligned tail stays unused under O_DIRECT
+			if l.prep.spare == nil && !l.prep.busy && l.prep.err == nil && used+fsz > l.app.seg.room()/prepareAt {
 				l.startPrepareLocked()
 			}
 			break
@@ -614,12 +606,12 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte, start *time.Duratio
 			return 0, fmt.Errorf("%w: a %d-byte frame does not fit a new %d-byte segment (%d bytes of room)",
 				ErrRecordTooLarge, fsz, l.opts.SegmentSize, fresh)
 		}
-		if l.spare != nil { // roll: frames from here on go to the spare
-			s := l.spare
-			l.spare = nil
-			s.first = l.next
-			l.active.rolls = append(l.active.rolls, roll{lsn: l.next, seg: s})
-			l.appendSeg = s
+		if l.prep.spare != nil { // roll: frames from here on go to the spare
+			s := l.prep.spare
+			l.prep.spare = nil
+			s.first = l.app.next
+			l.app.active.rolls = append(l.app.active.rolls, roll{lsn: l.app.next, seg: s})
+			l.app.seg = s
 			continue
 		}
 		timed()
@@ -637,13 +629,13 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte, start *time.Duratio
 			return 0, err
 		}
 	}
-	lsn := l.next
-	b := l.active
+	lsn := l.app.next
+	b := l.app.active
 	n := len(b.buf)
 	b.buf = slices.Grow(b.buf, int(fsz))[:n+int(fsz)]
-	encodeFrame(b.buf[n:], l.appendSeg.format(), l.epoch.N, lsn, LSN(l.synced.Load()), rec)
-	l.next += LSN(fsz)
-	l.appended.Store(uint64(l.next))
+	encodeFrame(b.buf[n:], l.app.seg.format(), l.app.epoch.N, lsn, LSN(l.synced.Load()), rec)
+	l.app.next += LSN(fsz)
+	l.appended.Store(uint64(l.app.next))
 	l.stats.appendRequests.Add(1)
 	l.stats.bytesAppended.Add(uint64(len(rec)))
 	return lsn, nil
@@ -651,7 +643,7 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte, start *time.Duratio
 
 // usableLocked returns why the log takes no more appends, or nil.
 func (l *Log) usableLocked() error {
-	if l.closed {
+	if l.app.closed {
 		return ErrClosed
 	}
 	return l.poisoned()
@@ -685,73 +677,6 @@ func (l *Log) poison(cause error) {
 // on the 2-core dev VM); from an eighth, 7/8 of the segment is left.
 const prepareAt = 8
 
-// awaitSpareLocked waits for the segment preparer, starting it if needed.
-// It returns ErrNoSpace once the filesystem kept reporting ENOSPC until
-// deadline. l.mu is released while waiting.
-func (l *Log) awaitSpareLocked(ctx context.Context, deadline time.Time) error {
-	if !l.preparing {
-		if err := l.prepErr; err != nil {
-			if !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EDQUOT) {
-				l.prepErr = nil
-				return fmt.Errorf("wal: preparing a segment: %w", err)
-			}
-			if !time.Now().Before(deadline) {
-				l.prepErr = nil
-				return fmt.Errorf("%w: %w", ErrNoSpace, err)
-			}
-			// Back-pressure: wait a little before trying again.
-			l.mu.Unlock()
-			select {
-			case <-time.After(min(50*time.Millisecond, time.Until(deadline))):
-			case <-ctx.Done():
-			}
-			l.mu.Lock()
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if err := l.usableLocked(); err != nil {
-				return err // closed or poisoned while we slept: start no preparer
-			}
-			l.prepErr = nil
-		}
-		l.startPrepareLocked()
-	}
-	done := l.prepDone
-	l.mu.Unlock()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
-	l.mu.Lock()
-	return ctx.Err()
-}
-
-// startPrepareLocked starts a goroutine that prepares the next segment.
-func (l *Log) startPrepareLocked() {
-	l.preparing = true
-	done := make(chan struct{})
-	l.prepDone = done
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		s, err := l.prepareSegment(l.allocatesSpares(), true)
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.preparing = false
-		close(done)
-		if err != nil {
-			l.prepErr = err
-			return
-		}
-		if l.closed {
-			s.f.Close()
-			l.fs.Remove(s.path)
-			return
-		}
-		l.spare = s
-	}()
-}
-
 // Sync makes every record appended before the call durable, under any
 // policy (like FLUSH LOGS or a forced sync commit). It returns nil once the
 // sync covering them returned. Errors: ErrClosed, ErrPoisoned, ctx's error,
@@ -764,10 +689,10 @@ func (l *Log) SyncContext(ctx context.Context) error {
 	if l.readOnly {
 		return ErrReadOnly
 	}
-	l.mu.Lock()
+	l.app.Lock()
 	err := l.usableLocked()
-	qend := uint64(l.next) + l.qbase
-	l.mu.Unlock()
+	qend := uint64(l.app.next) + l.qbase
+	l.app.Unlock()
 	if err != nil {
 		return err
 	}
@@ -783,10 +708,10 @@ func (l *Log) WaitDurable(ctx context.Context, lsn LSN) error {
 	if l.readOnly {
 		return ErrReadOnly // it may have to sync
 	}
-	l.mu.Lock()
+	l.app.Lock()
 	err := l.usableLocked()
 	qbase := l.qbase
-	l.mu.Unlock()
+	l.app.Unlock()
 	if err != nil {
 		return err
 	}
@@ -834,14 +759,14 @@ func (l *Log) Dir() string { return l.dir }
 // its files (no flush, no end frame, no sync: it writes nothing) and
 // returns nil, or ErrClosed if already closed.
 func (l *Log) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+	l.app.Lock()
+	if l.app.closed {
+		l.app.Unlock()
 		return ErrClosed
 	}
-	l.closed = true
-	qend := uint64(l.next) + l.qbase
-	l.mu.Unlock()
+	l.app.closed = true
+	qend := uint64(l.app.next) + l.qbase
+	l.app.Unlock()
 	close(l.stop)
 	l.notifyTail() // waiting Readers see ErrClosed
 	if l.readOnly {
@@ -859,14 +784,14 @@ func (l *Log) Close() error {
 	// became the group's leader) may still be writing, on a poisoned log
 	// above all, which Close did not wait on: let it finish, and let none
 	// start, before the files close under it.
-	l.flushMu.Lock()
-	l.shut = true
-	l.flushMu.Unlock()
+	l.flushing.Lock()
+	l.flushing.shut = true
+	l.flushing.Unlock()
 	// On a poisoned log the log buffer was never written: close the files
 	// of the segments its appends rolled to (nothing else holds them).
-	l.mu.Lock()
-	discardRolls(l.active.rolls)
-	l.mu.Unlock()
+	l.app.Lock()
+	discardRolls(l.app.active.rolls)
+	l.app.Unlock()
 	// The last roll's sealing (settled by the final flush's sync, unless
 	// poisoned) finishes writing its link: nothing writes after Close.
 	if serr := l.awaitSeal(false); err == nil && serr != nil {
@@ -875,12 +800,12 @@ func (l *Log) Close() error {
 	// A RemoveBefore that passed its closed check finishes its removals
 	// before the directory lock is released: another Log may open the
 	// directory as soon as it is.
-	l.removeMu.Lock()
-	defer l.removeMu.Unlock()
-	l.mu.Lock()
-	spare := l.spare
-	l.spare = nil
-	l.mu.Unlock()
+	l.removal.Lock()
+	defer l.removal.Unlock()
+	l.app.Lock()
+	spare := l.prep.spare
+	l.prep.spare = nil
+	l.app.Unlock()
 	if spare != nil {
 		spare.f.Close()
 		if spare.version != recycledVersion { // a reused file keeps its kept name and content: it stays kept
@@ -889,16 +814,16 @@ func (l *Log) Close() error {
 	}
 	// Files kept for reuse stay for the next Open to adopt
 	// (Options.RecycleSegments), as PostgreSQL keeps recycled WAL files.
-	l.poolMu.Lock()
-	l.pool = nil
-	l.poolMu.Unlock()
+	l.prep.poolMu.Lock()
+	l.prep.pool = nil
+	l.prep.poolMu.Unlock()
 	if err == nil {
 		err = l.writeEnd()
 	}
-	l.rmu.Lock()
-	l.readsClosed = true
+	l.reads.Lock()
+	l.reads.closed = true
 	l.closeReadHandles(1, 0) // every one
-	l.rmu.Unlock()
+	l.reads.Unlock()
 	if cerr := l.closeFiles(); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -915,23 +840,23 @@ func (l *Log) Close() error {
 // end frame takes no LSN space: Open ends the log at its LSN, and the first
 // append after Open overwrites it (a torn overwrite is a torn tail). Close
 // calls it after its final sync, with the flusher stopped: every byte before
-// l.next is durable, so the end frame's watermark (its own LSN) is true, and
+// l.app.next is durable, so the end frame's watermark (its own LSN) is true, and
 // damage anywhere in the log is reported as ErrCorrupt rather than taken for
 // a torn tail: by the next Open in the last segment (in every segment with
 // VerifyOnOpen), by the Reader or ReadRecord that reaches it in a sealed one. A segment of format version 1 (opened
 // from an older log) gets none, so older builds can still read it: the next
 // Open verifies its tail by the watermark rule alone.
 func (l *Log) writeEnd() error {
-	s := l.writeSeg
+	s := l.write.seg
 	// room() already keeps the end frame's bytes out of what appends fill,
 	// so a version-2 segment always has them.
-	if s == nil || s.version < 2 || LSN(l.written.Load()) != l.next ||
-		int64(l.next-s.first) > s.room() {
+	if s == nil || s.version < 2 || LSN(l.written.Load()) != l.app.next ||
+		int64(l.app.next-s.first) > s.room() {
 		return nil
 	}
 	var b [endFrameSize]byte
-	encodeEndFrame(b[:], s.format(), l.epoch.N, l.next, flagEnd)
-	if err := l.writeAt(b[:], l.next); err != nil {
+	encodeEndFrame(b[:], s.format(), l.app.epoch.N, l.app.next, flagEnd)
+	if err := l.writeAt(b[:], l.app.next); err != nil {
 		return fmt.Errorf("wal: close: writing the end frame: %w", err)
 	}
 	if err := l.syncSegment(s.f); err != nil {
@@ -939,9 +864,9 @@ func (l *Log) writeEnd() error {
 	}
 	// The end frame is no record: the log ends before it. (Under a
 	// write-through method writeAt advanced the synced LSN over it too.)
-	l.written.Store(uint64(l.next))
-	if l.synced.Load() > uint64(l.next) {
-		l.synced.Store(uint64(l.next))
+	l.written.Store(uint64(l.app.next))
+	if l.synced.Load() > uint64(l.app.next) {
+		l.synced.Store(uint64(l.app.next))
 	}
 	return nil
 }
@@ -949,10 +874,10 @@ func (l *Log) writeEnd() error {
 func (l *Log) closeFiles() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
-	if l.writeSeg == nil || l.writeSeg.f == nil {
+	if l.write.seg == nil || l.write.seg.f == nil {
 		return nil
 	}
-	err := l.writeSeg.f.Close()
-	l.writeSeg.f = nil
+	err := l.write.seg.f.Close()
+	l.write.seg.f = nil
 	return err
 }
