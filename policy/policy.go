@@ -1,7 +1,9 @@
 // Package policy holds the flush policies of the log: what a commit waits for
 // (nothing, the write, or the sync) and what the background flusher does on
-// each tick. A [Policy] is a small immutable value: it makes decisions from
-// the numbers package wal hands it in a [State], starts no goroutines and
+// each tick. A [Policy] is a small immutable value that names one of the
+// policies below with its parameters; package wal makes its decisions from
+// it (an internal package holds them, so the set of policies is closed: a
+// user chooses among them and cannot add one). It starts no goroutines and
 // does no I/O.
 //
 // The policies mirror settings people already know:
@@ -206,111 +208,4 @@ func (p Policy) Validate() error {
 		return bad("unknown kind")
 	}
 	return nil
-}
-
-// State is what package wal tells a policy when it asks for a decision. LSNs
-// are byte positions in the log; durations are measured on the monotonic
-// clock.
-type State struct {
-	// AppendedLSN, WrittenLSN and SyncedLSN are how far the log has been
-	// copied into the log buffer, written to the OS, and made durable
-	// (byte positions; SyncedLSN ≤ WrittenLSN ≤ AppendedLSN).
-	AppendedLSN, WrittenLSN, SyncedLSN uint64
-	// GroupsSinceSync counts leader flushes since the last sync.
-	GroupsSinceSync int
-	// SyncInProgress reports that a background sync is running now.
-	SyncInProgress bool
-	// PostponedFor is how long appended bytes have waited for a write
-	// because a background sync was running (0 if none is postponed).
-	PostponedFor time.Duration
-	// SinceSyncStart is the time since the start of the last sync (or since
-	// Open if there was none).
-	SinceSyncStart time.Duration
-	// SinceWrite is the time since the last write (or since Open).
-	SinceWrite time.Duration
-}
-
-// Commit returns what a commit waits for under state s.
-func (p Policy) Commit(s State) Wait {
-	switch p.kind {
-	case KindSyncEveryCommit:
-		return WaitSync
-	case KindSyncEveryN, KindSyncInterval, KindSyncNever:
-		return WaitWrite
-	case KindSyncIntervalPostponed:
-		// Redis flushAppendOnlyFile: while a background fsync runs, the write
-		// is postponed (the commit is acknowledged from the buffer) until the
-		// postponement reaches maxPostpone; then it is written anyway.
-		if s.SyncInProgress && s.PostponedFor < p.maxPostpone {
-			return WaitNone
-		}
-		return WaitWrite
-	}
-	return WaitNone // BufferedInterval, AsyncCommit
-}
-
-// SyncGroup reports whether a leader's flush (one group) must also sync,
-// beyond what its committers wait for. Only [SyncEveryN] says yes on its own
-// (every nth group, counted like MySQL's sync_counter).
-func (p Policy) SyncGroup(s State) bool {
-	switch p.kind {
-	case KindSyncEveryCommit:
-		return true
-	case KindSyncEveryN:
-		return s.GroupsSinceSync+1 >= p.n
-	}
-	return false
-}
-
-// Tick returns how often the background flusher wakes, or 0 if the policy
-// needs no background flusher.
-func (p Policy) Tick() time.Duration {
-	switch p.kind {
-	case KindSyncInterval, KindAsyncCommit:
-		return p.interval
-	case KindSyncIntervalPostponed:
-		// Redis serverCron runs at hz=10; it retries postponed writes.
-		return min(p.interval, 100*time.Millisecond)
-	case KindBufferedInterval:
-		return p.writeDelay
-	}
-	return 0
-}
-
-// Action is what the background flusher does on one tick.
-type Action struct {
-	Write bool // write the log buffer to the OS
-	Sync  bool // sync what is written
-}
-
-// OnTick decides the background flusher's action under state s. A policy
-// never syncs when nothing is unsynced, so an idle log issues no syncs.
-func (p Policy) OnTick(s State) Action {
-	unwritten := s.AppendedLSN > s.WrittenLSN
-	unsynced := s.AppendedLSN > s.SyncedLSN
-	due := s.SinceSyncStart >= p.interval
-	switch p.kind {
-	case KindSyncInterval:
-		// InnoDB log_flusher under =2: at most one fsync per interval,
-		// timed from the start of the previous one.
-		return Action{Sync: due && s.WrittenLSN > s.SyncedLSN}
-	case KindSyncIntervalPostponed:
-		// Write postponed bytes once no sync runs, or once they have been
-		// postponed maxPostpone (Redis serverCron retries the postponed
-		// write and forces it after 2 s whether or not commands arrive;
-		// the write does not wait for the running sync). Start a sync
-		// once a second unless one still runs.
-		return Action{
-			Write: unwritten && (!s.SyncInProgress || s.PostponedFor >= p.maxPostpone),
-			Sync:  due && unsynced && !s.SyncInProgress,
-		}
-	case KindBufferedInterval:
-		return Action{Write: unwritten, Sync: due && unsynced}
-	case KindAsyncCommit:
-		// PostgreSQL XLogBackgroundFlush: write everything; sync when the
-		// writer delay passed or flushAfter bytes are unsynced.
-		early := p.flushAfter > 0 && s.AppendedLSN-s.SyncedLSN >= uint64(p.flushAfter)
-		return Action{Write: unwritten, Sync: unsynced && (due || early)}
-	}
-	return Action{}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/durawal/durawal/groupcommit"
+	"github.com/durawal/durawal/internal/decide"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal/vfs"
 )
@@ -51,7 +52,7 @@ func (l *Log) flush(need groupcommit.Level) (written, synced uint64, err error) 
 		if err == nil {
 			l.synced.Store(l.written.Load()) // the bug: claimed, not synced
 		}
-	} else if err == nil && (need == groupcommit.Synced || l.pol.SyncGroup(policy.State{GroupsSinceSync: int(l.leader.groupsSinceSync.Load()) - 1})) {
+	} else if err == nil && (need == groupcommit.Synced || decide.SyncGroup(l.pol, decide.State{GroupsSinceSync: int(l.leader.groupsSinceSync.Load()) - 1})) {
 		err = l.syncWritten()
 	}
 	if err != nil {
@@ -673,9 +674,9 @@ func (l *Log) syncTimed(s *segment) error {
 }
 
 // stateLocked returns the numbers the policy decides from. l.app is held.
-func (l *Log) stateLocked(now time.Time) policy.State {
+func (l *Log) stateLocked(now time.Time) decide.State {
 	since := int64(now.Sub(l.opened))
-	st := policy.State{
+	st := decide.State{
 		AppendedLSN:     uint64(l.app.next),
 		WrittenLSN:      l.written.Load(),
 		SyncedLSN:       l.synced.Load(),
@@ -701,7 +702,7 @@ func (l *Log) runFlusher() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { <-l.stop; cancel() }()
-	tick := l.pol.Tick()
+	tick := decide.Tick(l.pol)
 	timer := time.NewTimer(tick)
 	defer timer.Stop()
 	for {
@@ -736,7 +737,7 @@ func (l *Log) flusherRound(ctx context.Context) bool {
 	l.app.Lock()
 	now := time.Now()
 	st := l.stateLocked(now)
-	a := l.pol.OnTick(st)
+	a := decide.OnTick(l.pol, st)
 	target := uint64(l.app.next) + l.qbase
 	if a.Write && st.SyncInProgress && st.PostponedFor > 0 && !l.app.delayedSeen {
 		// Redis everysec: the postponement reached its limit and no commit
@@ -785,7 +786,7 @@ func (l *Log) startBackgroundSync(ctx context.Context) bool {
 // policy says (Redis everysec).
 func (l *Log) writePostponed(ctx context.Context) {
 	l.app.Lock()
-	a := l.pol.OnTick(l.stateLocked(time.Now()))
+	a := decide.OnTick(l.pol, l.stateLocked(time.Now()))
 	target := uint64(l.app.next) + l.qbase
 	l.app.Unlock()
 	if a.Write {

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/durawal/durawal/internal/decide"
 	"github.com/durawal/durawal/internal/longtest"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
@@ -58,7 +59,7 @@ func killPolicies() []crashCase {
 		cc.window = func(F, eps time.Duration) (time.Duration, time.Duration) {
 			switch pol.Kind() {
 			case policy.KindSyncIntervalPostponed:
-				return pol.MaxPostpone() + pol.Tick() + eps, never
+				return pol.MaxPostpone() + decide.Tick(pol) + eps, never
 			case policy.KindBufferedInterval:
 				return pol.WriteDelay() + eps, never
 			case policy.KindAsyncCommit:

@@ -45,6 +45,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/durawal/durawal/internal/decide"
 	"github.com/durawal/durawal/internal/longtest"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
@@ -98,7 +99,7 @@ func crashCases() []crashCase {
 			return 0, max(d, F) + F + eps
 		}},
 		{postponed, func(F, eps time.Duration) (time.Duration, time.Duration) {
-			tick := postponed.Tick()
+			tick := decide.Tick(postponed)
 			return postponed.MaxPostpone() + tick + eps, max(d, F) + 2*F + tick + eps
 		}},
 		{buffered, func(F, eps time.Duration) (time.Duration, time.Duration) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/durawal/durawal/groupcommit"
+	"github.com/durawal/durawal/internal/decide"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal/vfs"
 )
@@ -204,7 +205,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	l.written.Store(uint64(l.app.next))
 	l.synced.Store(uint64(l.app.next))
 	q.Advance(uint64(l.app.next), uint64(l.app.next))
-	if l.pol.Tick() > 0 {
+	if decide.Tick(l.pol) > 0 {
 		if l.opts.IncrementalSync > 0 {
 			l.syncKick = make(chan struct{}, 1)
 		}
@@ -447,11 +448,11 @@ func (l *Log) commitWaitLocked(opts []AppendOption) policy.Wait {
 		}
 	}
 	if l.pol.Kind() != policy.KindSyncIntervalPostponed {
-		return l.pol.Commit(policy.State{}) // only the Redis postponement depends on the state
+		return decide.Commit(l.pol, decide.State{}) // only the Redis postponement depends on the state
 	}
 	now := time.Now()
 	st := l.stateLocked(now)
-	w := l.pol.Commit(st)
+	w := decide.Commit(l.pol, st)
 	if st.SyncInProgress {
 		if w == policy.WaitNone && l.app.postponeStart.IsZero() {
 			l.app.postponeStart = now
