@@ -209,6 +209,41 @@ func noSpaceInjector(mode string, segSize int64, full *atomic.Bool, fired *atomi
 	})
 }
 
+// TestFaultNoSpaceNoWait: a negative NoSpaceTimeout turns the wait off, as
+// a negative value turns off every other feature of Options: the first
+// preparation that meets ENOSPC makes the Append that needs the segment
+// return ErrNoSpace, with no retry. With a timeout the preparation is
+// retried until it passes.
+func TestFaultNoSpaceNoWait(t *testing.T) {
+	for _, tc := range []struct {
+		timeout time.Duration
+		retries bool
+	}{{-1, false}, {200 * time.Millisecond, true}} {
+		t.Run(tc.timeout.String(), func(t *testing.T) {
+			const segSize = 8 << 10
+			mem := vfs.NewMem()
+			var full atomic.Bool
+			var fired atomic.Int64
+			opts := wal.Options{FS: faultfs.Inject(mem, noSpaceInjector("create", segSize, &full, &fired)),
+				SegmentSize: segSize, NoSpaceTimeout: tc.timeout}
+			l, err := wal.Open(faultDir, opts)
+			require.NoError(t, err)
+			defer l.Close()
+			full.Store(true)
+			var noSpace error
+			for i := 0; i < 200 && noSpace == nil; i++ {
+				_, noSpace = l.Append(payload(i, 100))
+			}
+			require.ErrorIs(t, noSpace, wal.ErrNoSpace)
+			if tc.retries {
+				require.Greater(t, fired.Load(), int64(1), "the preparation is retried while the timeout runs")
+			} else {
+				require.Equal(t, int64(1), fired.Load(), "one failed preparation, no retry")
+			}
+		})
+	}
+}
+
 // TestFaultNoSpaceAtSegmentCreation is §7.4: with the disk full when the
 // next segment must be created, Append blocks up to NoSpaceTimeout, then
 // returns ErrNoSpace without poisoning; once space is back the log goes on

@@ -45,7 +45,10 @@ const (
 )
 
 // Options configures [Open]. The zero value is valid: each zero field takes
-// its documented default. Open copies Options and never modifies them.
+// its documented default, and a negative number (bytes, a count or a
+// duration) turns its feature off (WritebackAfter, RecycleSegments,
+// SlowSyncThreshold, NoSpaceTimeout, IncrementalSync, which is off by
+// default). Open copies Options and never modifies them.
 type Options struct {
 	// Policy decides what Append waits for and what the background flusher
 	// does. Default [policy.SyncEveryCommit].
@@ -83,7 +86,9 @@ type Options struct {
 	BufferSize int
 	// NoSpaceTimeout is how long Append retries creating a new segment while
 	// the filesystem reports ENOSPC before it returns ErrNoSpace.
-	// Default DefaultNoSpaceTimeout.
+	// Default DefaultNoSpaceTimeout (5 s); negative turns the wait off: the
+	// first ENOSPC makes the Append that needs the segment return
+	// ErrNoSpace.
 	NoSpaceTimeout time.Duration
 	// SyncMethod says how segment files reach stable storage, like
 	// innodb_flush_method and wal_sync_method; it is independent of the
@@ -134,8 +139,8 @@ type Options struct {
 	// second's worth of writes, and a commit that needs durability then
 	// waits for that (Log.Sync, AppendContext with ForceSync). It only adds syncs, in the background: no
 	// promise weakens, and Stats.Fsyncs and BackgroundSyncs count them.
-	// Default 0: off (the policies sync exactly as their settings say); a
-	// negative value makes Open fail with ErrInvalidOptions.
+	// Default 0: off (the policies sync exactly as their settings say);
+	// negative is off too.
 	IncrementalSync int64
 	// RecycleSegments is how many segment files freed by RemoveBefore are
 	// kept, renamed, for reuse as the next segments instead of being
@@ -209,6 +214,9 @@ func (o Options) withDefaults() Options {
 	if o.WritebackAfter == 0 {
 		o.WritebackAfter = DefaultWritebackAfter
 	}
+	if o.IncrementalSync < 0 {
+		o.IncrementalSync = 0
+	}
 	if o.FS == nil {
 		o.FS = vfs.OS()
 	}
@@ -245,12 +253,6 @@ func (o Options) validate() error {
 	}
 	if !o.SyncMethod.Valid() {
 		return bad("SyncMethod %v", o.SyncMethod)
-	}
-	if o.IncrementalSync < 0 {
-		return bad("IncrementalSync %d bytes, want ≥ 0", o.IncrementalSync)
-	}
-	if o.NoSpaceTimeout < 0 {
-		return bad("NoSpaceTimeout %s, want ≥ 0", o.NoSpaceTimeout)
 	}
 	if err := o.Policy.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)

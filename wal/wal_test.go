@@ -322,7 +322,6 @@ func TestInvalidOptions(t *testing.T) {
 		{"max record just above what fits", wal.Options{SegmentSize: 4 << 10, MaxRecordSize: 4<<10 - 79}},
 		{"max record negative", wal.Options{MaxRecordSize: -1}},
 		{"buffer negative", wal.Options{BufferSize: -1}},
-		{"no-space timeout negative", wal.Options{NoSpaceTimeout: -1}},
 		{"sync every 0", wal.Options{Policy: policy.SyncEveryN(0)}},
 		{"sync interval 0", wal.Options{Policy: policy.SyncInterval(0)}},
 	} {
