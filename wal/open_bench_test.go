@@ -1,7 +1,11 @@
 package wal_test
 
 import (
+	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/durawal/durawal/policy"
@@ -89,4 +93,64 @@ func BenchmarkOpen(b *testing.B) {
 			b.StartTimer()
 		}
 	})
+}
+
+// BenchmarkManyLogs opens 100 logs side by side on a real directory, each
+// with one record appended, and reports what each open log costs: heap bytes
+// (the log buffer's two halves dominate), bytes of segment files on disk
+// (the segment and its prepared spare) and goroutines, with the defaults and
+// with the settings docs/usage.md recommends for a process holding hundreds
+// of logs (one per Raft group or tenant).
+func BenchmarkManyLogs(b *testing.B) {
+	const n = 100
+	for _, c := range []struct {
+		name string
+		opts wal.Options
+	}{
+		{"defaults", wal.Options{}},
+		{"many-logs", wal.Options{SegmentSize: 4 << 20, BufferSize: 64 << 10, RecycleSegments: -1}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			parent := b.TempDir()
+			if *benchDir != "" {
+				var err error
+				parent, err = os.MkdirTemp(*benchDir, "durawal-bench-")
+				require.NoError(b, err)
+				b.Cleanup(func() { os.RemoveAll(parent) })
+			}
+			var heap, disk, gor float64
+			for i := range b.N {
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				g0 := runtime.NumGoroutine()
+				logs := make([]*wal.Log, n)
+				for j := range logs {
+					l, err := wal.Open(fmt.Sprintf("%s/%d/%d", parent, i, j), c.opts)
+					require.NoError(b, err)
+					_, err = l.Append(record(0, 0, 100))
+					require.NoError(b, err)
+					logs[j] = l
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				heap += float64(after.HeapAlloc) - float64(before.HeapAlloc)
+				gor += float64(runtime.NumGoroutine() - g0)
+				filepath.WalkDir(fmt.Sprintf("%s/%d", parent, i), func(_ string, d fs.DirEntry, err error) error {
+					if err == nil && !d.IsDir() {
+						if info, err := d.Info(); err == nil {
+							disk += float64(info.Size())
+						}
+					}
+					return nil
+				})
+				for _, l := range logs {
+					require.NoError(b, l.Close())
+				}
+			}
+			b.ReportMetric(heap/float64(b.N*n), "heap-B/log")
+			b.ReportMetric(disk/float64(b.N*n), "disk-B/log")
+			b.ReportMetric(gor/float64(b.N*n), "goroutines/log")
+		})
+	}
 }
