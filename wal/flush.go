@@ -284,21 +284,12 @@ func (l *Log) writeLink(old *segment, next LSN) error {
 	if old.version < 2 && old.offset(next)+endFrameSize > end {
 		return nil
 	}
-	f, err := l.fs.OpenReadWrite(old.path, l.bufferedMethod())
-	if err != nil {
-		return err
-	}
 	b := make([]byte, endFrameSize) // the FS may scramble what it is given
 	encodeEndFrame(b, old.format(), l.app.epoch.N, next, flagLink)
-	if _, err := f.WriteAt(b, old.offset(next)); err != nil {
-		f.Close()
+	return l.writeFile(old.path, l.bufferedMethod(), false, func(f vfs.File) error {
+		_, err := f.WriteAt(b, old.offset(next))
 		return err
-	}
-	if err := l.syncSegment(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	})
 }
 
 // bufferedMethod is the sync method for the small side files and in-place

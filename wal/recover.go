@@ -457,24 +457,15 @@ func (l *Log) writeFirstLSN(first LSN) error {
 	if err == nil || !errors.Is(err, syscall.ENOSPC) {
 		return err
 	}
-	f, oerr := l.fs.OpenReadWrite(filepath.Join(l.dir, firstLSNName), l.bufferedMethod())
-	if oerr != nil {
-		return err
-	}
-	old := make([]byte, 16)
-	n, _ := f.ReadAt(old, 0)
-	if _, werr := f.WriteAt(encodeLSNRecord(first), 0); werr != nil {
-		if n == len(old) {
+	return l.writeFile(filepath.Join(l.dir, firstLSNName), l.bufferedMethod(), false, func(f vfs.File) error {
+		old := make([]byte, 16)
+		n, _ := f.ReadAt(old, 0)
+		_, werr := f.WriteAt(encodeLSNRecord(first), 0)
+		if werr != nil && n == len(old) {
 			f.WriteAt(old, 0) // best effort: the record as it was
 		}
-		f.Close()
 		return werr
-	}
-	if serr := l.syncSegment(f); serr != nil {
-		f.Close()
-		return serr
-	}
-	return f.Close()
+	})
 }
 
 // checkFirst compares the segments found with the recorded start of the
@@ -764,19 +755,10 @@ func headerUnwritten(b []byte, first LSN) bool {
 // rewriteHeader writes hdr, the header read from the segment file at path,
 // to it again and syncs it, through a buffered handle of its own.
 func (l *Log) rewriteHeader(path string, hdr []byte) error {
-	f, err := l.fs.OpenReadWrite(path, vfs.Fdatasync)
-	if err != nil {
+	return l.writeFile(path, vfs.Fdatasync, false, func(f vfs.File) error {
+		_, err := f.WriteAt(hdr, 0)
 		return err
-	}
-	if _, err := f.WriteAt(hdr, 0); err != nil {
-		f.Close()
-		return err
-	}
-	if err := l.syncFile(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	})
 }
 
 // leadingFrames follows the valid frames of sc from its first LSN and
@@ -1092,23 +1074,13 @@ func (l *Log) segmentExists(first LSN) bool {
 // them. Under Linux a failed fsync leaves the pages it lost marked clean: a
 // rewrite is the only way to make a later sync write them.
 func (l *Log) rewrite(s *segment, sc *frameScanner, from, end LSN) error {
-	f, err := l.fs.OpenReadWrite(s.path, vfs.Fdatasync)
-	if err != nil {
-		return err
-	}
 	off, stop := s.offset(from), s.offset(end)
-	if err := sc.copyRange(off, stop-off, func(p []byte, at int64) error {
-		_, err := f.WriteAt(p, at)
-		return err
-	}); err != nil {
-		f.Close()
-		return err
-	}
-	if err := l.syncFile(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return l.writeFile(s.path, vfs.Fdatasync, false, func(f vfs.File) error {
+		return sc.copyRange(off, stop-off, func(p []byte, at int64) error {
+			_, err := f.WriteAt(p, at)
+			return err
+		})
+	})
 }
 
 // quarantineName returns the name of the n-th quarantine file (n = 0: the
@@ -1128,35 +1100,26 @@ func parseQuarantineName(name string) (QuarantineFile, bool) {
 // Open zeroes the tail: recovery never destroys bytes it has not proven
 // torn.
 func (l *Log) quarantine(from LSN, sc *frameScanner, off, size int64) error {
-	var f vfs.File
+	copyTail := func(f vfs.File) error {
+		return sc.copyRange(off, size, func(p []byte, at int64) error {
+			_, err := f.WriteAt(p, at-off)
+			return err
+		})
+	}
 	var name string
 	for n := 0; ; n++ {
 		name = quarantineName(from, size, n)
-		var err error
-		f, err = l.fs.Create(filepath.Join(l.dir, name), vfs.Fdatasync)
+		err := l.writeFile(filepath.Join(l.dir, name), vfs.Fdatasync, true, copyTail)
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, fs.ErrExist) || n > 1000 {
+		if !errors.Is(err, fs.ErrExist) {
+			l.fs.Remove(filepath.Join(l.dir, name)) // what a failed write left, if anything
 			return err
 		}
-	}
-	fail := func(err error) error {
-		f.Close()
-		l.fs.Remove(filepath.Join(l.dir, name))
-		return err
-	}
-	if err := sc.copyRange(off, size, func(p []byte, at int64) error {
-		_, err := f.WriteAt(p, at-off)
-		return err
-	}); err != nil {
-		return fail(err)
-	}
-	if err := l.syncFile(f); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		return fail(err)
+		if n > 1000 {
+			return err
+		}
 	}
 	if err := l.syncDir(); err != nil {
 		return err

@@ -308,6 +308,32 @@ func (l *Log) syncSegment(f vfs.File) error {
 	return l.syncFile(f)
 }
 
+// writeFile opens path with method m (creating it when create is set; the
+// file must not exist then), lets write put its bytes, makes them durable
+// (a sync, unless m writes through) and closes the file: the one way the
+// log patches a file outside the commit path (link and end frames, zeroed
+// tails, headers, small record files, quarantined bytes). It stops at the
+// first step that fails, closes the file anyway, and returns that step's
+// error.
+func (l *Log) writeFile(path string, m vfs.SyncMethod, create bool, write func(vfs.File) error) error {
+	open := l.fs.OpenReadWrite
+	if create {
+		open = l.fs.Create
+	}
+	f, err := open(path, m)
+	if err != nil {
+		return err
+	}
+	if err = write(f); err == nil && !m.WriteThrough() {
+		err = l.syncFile(f)
+	}
+	if err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 // syncDir makes the log directory's entries durable.
 func (l *Log) syncDir() error { return l.syncDirAt(l.dir) }
 

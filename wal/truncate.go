@@ -243,19 +243,9 @@ func (l *Log) zeroRange(s *segment, lsn LSN, stop int64) error {
 	if off >= stop {
 		return nil
 	}
-	f, err := l.fs.OpenReadWrite(s.path, l.bufferedMethod())
-	if err != nil {
-		return err
-	}
-	if err := writeZeros(f, off, stop); err != nil {
-		f.Close()
-		return err
-	}
-	if err := l.syncSegment(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return l.writeFile(s.path, l.bufferedMethod(), false, func(f vfs.File) error {
+		return writeZeros(f, off, stop)
+	})
 }
 
 // writeLSNFile makes name (first-lsn, truncate-lsn) record lsn: written
@@ -274,19 +264,10 @@ func (l *Log) writeRecordFile(name string, rec []byte) error {
 	if err := l.fs.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	f, err := l.fs.Create(tmp, l.bufferedMethod())
-	if err != nil {
+	if err := l.writeFile(tmp, l.bufferedMethod(), true, func(f vfs.File) error {
+		_, err := f.WriteAt(rec, 0)
 		return err
-	}
-	if _, err := f.WriteAt(rec, 0); err != nil {
-		f.Close()
-		return err
-	}
-	if err := l.syncSegment(f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	}); err != nil {
 		return err
 	}
 	if err := l.fs.Rename(tmp, filepath.Join(l.dir, name)); err != nil {

@@ -336,11 +336,8 @@ func (l *Log) AppendContext(ctx context.Context, rec []byte, opts ...AppendOptio
 	if l.readOnly {
 		return 0, ErrReadOnly
 	}
-	if len(rec) == 0 {
-		return 0, ErrEmptyRecord
-	}
-	if len(rec) > l.opts.MaxRecordSize {
-		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrRecordTooLarge, len(rec), l.opts.MaxRecordSize)
+	if err := l.checkRecord(rec); err != nil {
+		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrNotAppended, err)
@@ -394,6 +391,18 @@ func (l *Log) AppendBatchLSNs(ctx context.Context, recs [][]byte, lsns []LSN, op
 	return l.appendBatch(ctx, recs, lsns, opts)
 }
 
+// checkRecord returns ErrEmptyRecord or ErrRecordTooLarge for a record no
+// append may take.
+func (l *Log) checkRecord(rec []byte) error {
+	if len(rec) == 0 {
+		return ErrEmptyRecord
+	}
+	if len(rec) > l.opts.MaxRecordSize {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrRecordTooLarge, len(rec), l.opts.MaxRecordSize)
+	}
+	return nil
+}
+
 func (l *Log) appendBatch(ctx context.Context, recs [][]byte, lsns []LSN, opts []AppendOption) (LSN, error) {
 	if l.readOnly {
 		return 0, ErrReadOnly
@@ -402,11 +411,8 @@ func (l *Log) appendBatch(ctx context.Context, recs [][]byte, lsns []LSN, opts [
 		return 0, ErrEmptyRecord
 	}
 	for _, rec := range recs {
-		if len(rec) == 0 {
-			return 0, ErrEmptyRecord
-		}
-		if len(rec) > l.opts.MaxRecordSize {
-			return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrRecordTooLarge, len(rec), l.opts.MaxRecordSize)
+		if err := l.checkRecord(rec); err != nil {
+			return 0, err
 		}
 	}
 	if err := ctx.Err(); err != nil {
