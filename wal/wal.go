@@ -544,98 +544,138 @@ func (l *Log) lockTimed() time.Duration {
 // before it waits, it sets *start (if still notTimed) to the time since
 // l.opened.
 func (l *Log) reserveLocked(ctx context.Context, rec []byte, start *time.Duration) (LSN, error) {
-	timed := func() {
-		if *start == notTimed {
-			*start = time.Since(l.opened)
-		}
-	}
 	fsz := frameSize(len(rec))
-	var deadline time.Time
-	counted := false // a buffer-full wait counts once per append
+	w := appendWait{start: start}
 	for {
 		if err := l.usableLocked(); err != nil {
 			return 0, err
 		}
-		// Log buffer full: hand the full half to a writer and copy into
-		// the other half once it is free. The append waits only while the
-		// previous half is still being written (Innodb_log_waits); the
-		// write of this one runs on, as InnoDB's log writer thread writes
-		// while transactions fill the log buffer.
 		if b := l.app.active; len(b.buf) > 0 && len(b.buf)+int(fsz) > l.opts.BufferSize {
-			if !counted && l.writing.Load() { // every append that waits for it, not only the one handing b off
-				counted = true
-				l.stats.bufferFullWaits.Add(1)
-			}
-			if b.swapped == nil {
-				b.swapped, b.flushed = make(chan struct{}), make(chan struct{})
-				target, flushed := uint64(l.app.next)+l.qbase, b.flushed
-				// In l.wg: the write may still run after the append
-				// returned, and Close must not close the files under it
-				// (a log poisoned meanwhile skips Close's final flush).
-				// Added under l.app with l.closed false, before Close waits.
-				l.wg.Add(1)
-				go func() {
-					defer l.wg.Done()
-					// Errors reach the appends through usableLocked;
-					// a closed log's last flush is Close's.
-					l.q.Wait(context.Background(), target, groupcommit.Written)
-					close(flushed)
-				}()
-			}
-			swapped, flushed := b.swapped, b.flushed
-			timed()
-			l.app.Unlock()
-			select {
-			case <-swapped:
-			case <-flushed:
-			case <-ctx.Done():
-			}
-			l.app.Lock()
-			if err := ctx.Err(); err != nil {
-				return 0, fmt.Errorf("%w: %w", ErrNotAppended, err)
+			if err := l.awaitBufferLocked(ctx, &w); err != nil {
+				return 0, err
 			}
 			continue
 		}
-		used := int64(l.app.next - l.app.seg.first)
-		// A segment older than format 6 takes no new frame: its frames carry
-		// no epoch (a writable Open rolls away from it on the first append).
-		if l.app.seg.version >= 6 && used+fsz <= l.app.seg.room() { // room: an older unaligned tail stays unused under O_DIRECT
-			if l.prep.spare == nil && !l.prep.busy && l.prep.err == nil && used+fsz > l.app.seg.room()/prepareAt {
-				l.startPrepareLocked()
-			}
-			break
+		if l.segmentTakesLocked(fsz) {
+			return l.copyFrameLocked(rec, fsz), nil
 		}
-		if fresh := (&segment{version: recycledVersion, size: l.opts.SegmentSize}).room(); fsz > fresh {
-			// No new segment can take it: rolling would never end.
-			// Options.validate bounds MaxRecordSize so this cannot happen;
-			// refuse rather than trust that bound. (An older, smaller
-			// segment that cannot take it is simply rolled away from.)
-			return 0, fmt.Errorf("%w: a %d-byte frame does not fit a new %d-byte segment (%d bytes of room)",
-				ErrRecordTooLarge, fsz, l.opts.SegmentSize, fresh)
-		}
-		if l.prep.spare != nil { // roll: frames from here on go to the spare
-			s := l.prep.spare
-			l.prep.spare = nil
-			s.first = l.app.next
-			l.app.active.rolls = append(l.app.active.rolls, roll{lsn: l.app.next, seg: s})
-			l.app.seg = s
-			continue
-		}
-		timed()
-		if deadline.IsZero() {
-			deadline = time.Now().Add(l.opts.NoSpaceTimeout)
-			l.stats.segmentCreateStalls.Add(1) // once per append, however often it waits
-		}
-		waitStart := time.Now()
-		err := l.awaitSpareLocked(ctx, deadline)
-		l.stats.seg.addWait(time.Since(waitStart))
-		if err != nil {
-			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-				return 0, fmt.Errorf("%w: %w", ErrNotAppended, err)
-			}
+		if err := l.nextSegmentLocked(ctx, fsz, &w); err != nil {
 			return 0, err
 		}
 	}
+}
+
+// appendWait is what one append remembers across its waits: when it first
+// waited (for the commit latency), whether its log-buffer wait was counted,
+// and its deadline for a new segment on a full disk.
+type appendWait struct {
+	start    *time.Duration
+	counted  bool
+	deadline time.Time
+}
+
+// began records, once, that the append started waiting.
+func (w *appendWait) began(l *Log) {
+	if *w.start == notTimed {
+		*w.start = time.Since(l.opened)
+	}
+}
+
+// awaitBufferLocked waits while the log buffer is full: it hands the full
+// half to a writer and returns once the other half is free to copy into.
+// The append waits only while the previous half is still being written
+// (Innodb_log_waits); the write of this one runs on, as InnoDB's log writer
+// thread writes while transactions fill the log buffer. l.app is released
+// while waiting.
+func (l *Log) awaitBufferLocked(ctx context.Context, w *appendWait) error {
+	b := l.app.active
+	if !w.counted && l.writing.Load() { // every append that waits for it, not only the one handing b off
+		w.counted = true
+		l.stats.bufferFullWaits.Add(1)
+	}
+	if b.swapped == nil {
+		b.swapped, b.flushed = make(chan struct{}), make(chan struct{})
+		target, flushed := uint64(l.app.next)+l.qbase, b.flushed
+		// In l.wg: the write may still run after the append returned, and
+		// Close must not close the files under it (a log poisoned meanwhile
+		// skips Close's final flush). Added under l.app with l.app.closed
+		// false, before Close waits.
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			// Errors reach the appends through usableLocked; a closed
+			// log's last flush is Close's.
+			l.q.Wait(context.Background(), target, groupcommit.Written)
+			close(flushed)
+		}()
+	}
+	swapped, flushed := b.swapped, b.flushed
+	w.began(l)
+	l.app.Unlock()
+	select {
+	case <-swapped:
+	case <-flushed:
+	case <-ctx.Done():
+	}
+	l.app.Lock()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotAppended, err)
+	}
+	return nil
+}
+
+// segmentTakesLocked reports whether the segment appends go to has room for
+// a frame of fsz bytes, and starts preparing the next segment once it is
+// past 1/prepareAt full. A segment older than format 6 takes no new frame:
+// its frames carry no epoch (a writable Open rolls away from it on the first
+// append).
+func (l *Log) segmentTakesLocked(fsz int64) bool {
+	used := int64(l.app.next - l.app.seg.first)
+	if l.app.seg.version < 6 || used+fsz > l.app.seg.room() { // room: an older unaligned tail stays unused under O_DIRECT
+		return false
+	}
+	if l.prep.spare == nil && !l.prep.busy && l.prep.err == nil && used+fsz > l.app.seg.room()/prepareAt {
+		l.startPrepareLocked()
+	}
+	return true
+}
+
+// nextSegmentLocked rolls appends to the prepared spare, or waits for the
+// preparer to make one (up to Options.NoSpaceTimeout while the disk is
+// full). l.app is released while waiting.
+func (l *Log) nextSegmentLocked(ctx context.Context, fsz int64, w *appendWait) error {
+	if fresh := (&segment{version: recycledVersion, size: l.opts.SegmentSize}).room(); fsz > fresh {
+		// No new segment can take it: rolling would never end.
+		// Options.validate bounds MaxRecordSize so this cannot happen;
+		// refuse rather than trust that bound. (An older, smaller segment
+		// that cannot take it is simply rolled away from.)
+		return fmt.Errorf("%w: a %d-byte frame does not fit a new %d-byte segment (%d bytes of room)",
+			ErrRecordTooLarge, fsz, l.opts.SegmentSize, fresh)
+	}
+	if s := l.prep.spare; s != nil { // roll: frames from here on go to the spare
+		l.prep.spare = nil
+		s.first = l.app.next
+		l.app.active.rolls = append(l.app.active.rolls, roll{lsn: l.app.next, seg: s})
+		l.app.seg = s
+		return nil
+	}
+	w.began(l)
+	if w.deadline.IsZero() {
+		w.deadline = time.Now().Add(l.opts.NoSpaceTimeout)
+		l.stats.segmentCreateStalls.Add(1) // once per append, however often it waits
+	}
+	waitStart := time.Now()
+	err := l.awaitSpareLocked(ctx, w.deadline)
+	l.stats.seg.addWait(time.Since(waitStart))
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("%w: %w", ErrNotAppended, err)
+	}
+	return err
+}
+
+// copyFrameLocked gives rec the next LSN and encodes its frame into the
+// active half of the log buffer.
+func (l *Log) copyFrameLocked(rec []byte, fsz int64) LSN {
 	lsn := l.app.next
 	b := l.app.active
 	n := len(b.buf)
@@ -645,7 +685,7 @@ func (l *Log) reserveLocked(ctx context.Context, rec []byte, start *time.Duratio
 	l.appended.Store(uint64(l.app.next))
 	l.stats.appendRequests.Add(1)
 	l.stats.bytesAppended.Add(uint64(len(rec)))
-	return lsn, nil
+	return lsn
 }
 
 // usableLocked returns why the log takes no more appends, or nil.
