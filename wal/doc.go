@@ -201,7 +201,7 @@
 //
 //	offset  size  field
 //	0       8     checksum: xxhash64 seeded with the frame's LSN XOR the segment's use ID (0 below version 6), over bytes 8..24+length
-//	8       4     length of the payload in bytes, 1..MaxRecordSize (0: end or link frame)
+//	8       4     length of the payload in bytes, 1..what the segment can hold (0: end or link frame)
 //	12      4     kind word: bits 0-1 the flags (0 a record; 1 an end frame; 2 a link frame); bits 2-31 the epoch modulo 2^30 (version 6 on; zero below)
 //	16      8     watermark: the synced LSN when the frame was appended
 //	24      n     payload, then zeros up to the next multiple of 8

@@ -17,13 +17,10 @@ const (
 	// DefaultMaxRecordSize is the default largest record in bytes.
 	DefaultMaxRecordSize = 4 << 20
 	// DefaultBufferSize is the default log buffer size in bytes (each of
-	// its two halves), like innodb_log_buffer_size. It was 8 MiB; a log
-	// filling its buffer faster than write() drains it (innodb=0, one
-	// committer, 1 KiB records) made 2.3× the throughput with 2 MiB
-	// (997-1,039 MiB/s against 348-599) and a quarter of the appends over
-	// 10 ms (7-11 against 40-98 of 786,432), 3 interleaved rounds on the
-	// 2-core dev VM: an 8 MiB write() into new page-cache pages took up to
-	// 20-60 ms, and every append that filled the other half waited for it.
+	// its two halves), like innodb_log_buffer_size: small enough that one
+	// write() of a full half into new page-cache pages does not stall the
+	// appends waiting for the other half (docs/design.md, Measurements
+	// behind the defaults).
 	DefaultBufferSize = 2 << 20
 	// DefaultNoSpaceTimeout is how long Append waits for a new segment
 	// while the disk is full before it returns ErrNoSpace.
@@ -70,11 +67,12 @@ type Options struct {
 	// default DefaultSegmentSize (64 MiB). A log reopened with another
 	// SegmentSize keeps its existing segments as they are.
 	SegmentSize int64
-	// MaxRecordSize is the largest record in bytes that Append accepts and
-	// that recovery believes; it must fit a segment (SegmentSize minus 56
-	// bytes of headers). Default DefaultMaxRecordSize (4 MiB), capped to
-	// what fits a segment. Reopen a log with a MaxRecordSize at least as
-	// large as the one it was written with.
+	// MaxRecordSize is the largest record in bytes that Append accepts; it
+	// must fit a segment (SegmentSize minus the segment header and two
+	// frame headers). Default DefaultMaxRecordSize (4 MiB), capped to what
+	// fits a segment. Recovery and readers do not use it: they bound a frame
+	// by the segment that holds it, so a log reopened with a smaller
+	// MaxRecordSize still reads its larger records.
 	MaxRecordSize int
 	// BufferSize is the size in bytes of the log buffer: when more than this
 	// is appended but not yet written, Append writes before copying more (a

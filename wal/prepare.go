@@ -104,13 +104,12 @@ func (l *Log) startPrepareLocked() {
 // ways:
 //
 //   - allocate (fallocate, vfs.Allocate): blocks reserved, no data written.
-//     Fast (under 2 ms for 64 MiB against 60-80 ms of zeros) and no write
-//     amplification, but its extents are marked unwritten, and a sync after
-//     a write into them commits that marking too: each fdatasync of a
-//     16 KiB group cost about twice one into zeros (ext4 and XFS; walbench
-//     -exp prepare). Where commits sync, the frames written into such a
-//     segment are preceded by zeros a MiB at a time (zeroAhead), so that
-//     one sync per MiB converts its blocks.
+//     Fast and no write amplification, but its extents are marked
+//     unwritten, and a sync after a write into them commits that marking
+//     too (about twice the cost of an fdatasync into zeros: docs/design.md,
+//     Measurements behind the defaults). Where commits sync, the frames
+//     written into such a segment are preceded by zeros a MiB at a time
+//     (zeroAhead), so that one sync per MiB converts its blocks.
 //   - zero-fill (PostgreSQL XLogFileInit, InnoDB's redo files): zeros
 //     written and synced, so that a later fdatasync flushes data only.
 //
@@ -172,23 +171,27 @@ func (l *Log) prepareSegment(allocate, sync bool) (*segment, error) {
 			return fail(err)
 		}
 	}
-	// 64 KiB zero-fill writes: a multiple of every accepted alignment, and
-	// small enough that the page cache keeps small folios for the file. After
-	// a zero-fill in 1 MiB writes, a 104-byte pwrite into the segment cost
-	// 2.1× as much (7.0–7.7 µs against 2.8–3.7 µs, medians of 5 interleaved
-	// rounds on the loaded 2-core dev VM, ext4, Linux 6.x); 4 KiB writes made
-	// the zero-fill itself 3.6× slower.
+	if err := l.zeroFill(f); err != nil {
+		return fail(err)
+	}
+	return done(true)
+}
+
+// zeroFill writes SegmentSize bytes of zeros to f in 64 KiB writes (a
+// multiple of every accepted alignment, and small enough that the page
+// cache keeps small folios for the file, which later small writes into it
+// need), yielding the P after each. Where commits sync (SyncEveryCommit,
+// SyncEveryN) under a buffered method, every WritebackAfter bytes are handed
+// to the device as they are written and the step before is waited for, so
+// at most two steps of zeros are ever queued ahead of the log's own writes
+// and syncs; elsewhere it runs at full speed, as a log writing hundreds of
+// MiB/s needs its next segment soon. An error of a writeback wait consumes
+// the file's writeback error, as a sync's would: the preparation fails and
+// the file is discarded. A short write with no error is ENOSPC, as
+// PostgreSQL reports it.
+func (l *Log) zeroFill(f vfs.File) error {
 	const chunk = 64 << 10
 	zeros := alignedBuf(int(min(chunk, l.opts.SegmentSize)), l.write.dio.align)
-	// Paced writeback (buffered methods): every step of WritebackAfter
-	// bytes is handed to the device as it is written, and the step before it
-	// waited for, so at most two steps of zeros are ever queued ahead of the
-	// log's own writes and syncs, instead of the whole segment at the final
-	// sync. An error of a wait consumes the file's writeback error (as a
-	// sync's would): the preparation fails, and the file is discarded.
-	// Only where commits sync (SyncEveryCommit, SyncEveryN) is there a sync
-	// to protect; elsewhere the preparation runs at full speed, as a log
-	// writing hundreds of MiB/s needs its next segment soon.
 	step := l.opts.WritebackAfter
 	if k := l.pol.Kind(); step <= 0 || l.method.Direct() || l.method.WriteThrough() ||
 		(k != policy.KindSyncEveryCommit && k != policy.KindSyncEveryN) {
@@ -200,7 +203,7 @@ func (l *Log) prepareSegment(allocate, sync bool) (*segment, error) {
 		n := min(int64(len(zeros)), l.opts.SegmentSize-off)
 		w, err := f.WriteAt(zeros[:n], off)
 		if err == nil && int64(w) < n {
-			err = syscall.ENOSPC // no progress and no errno: PostgreSQL reports ENOSPC
+			err = syscall.ENOSPC
 		}
 		if err == nil && step > 0 && off+n-handed >= step {
 			if handed > 0 {
@@ -212,20 +215,15 @@ func (l *Log) prepareSegment(allocate, sync bool) (*segment, error) {
 			handed = off + n
 		}
 		if err != nil {
-			return fail(err)
+			return err
 		}
-		// Yield the P after every chunk. Each write is a short syscall
-		// (about 10 µs) that returns before sysmon can hand the P to
-		// another thread, so without this the preparer keeps its P for a
-		// whole 10 ms time slice, and commits woken onto that P's run queue
-		// wait behind it while the other P is held by the leader's
-		// fdatasync: with GOMAXPROCS=2 and 16 SyncEveryCommit committers a
-		// runtime trace showed followers runnable for 12–14 ms behind a
-		// zero-fill, 3–4 such stalls per 768 MiB. Nothing waits for the
-		// preparer but a roll, and a Gosched costs well under 1% of a chunk.
+		// Each write is a short syscall that returns before the runtime can
+		// hand the P to another thread: without a yield the preparer keeps
+		// it for a whole time slice, and commits woken onto its run queue
+		// wait behind it (docs/design.md, Measurements behind the defaults).
 		runtime.Gosched()
 	}
-	return done(true)
+	return nil
 }
 
 // allocatesSpares reports whether the next segment is to be allocated
@@ -233,19 +231,13 @@ func (l *Log) prepareSegment(allocate, sync bool) (*segment, error) {
 // before their record is written (BufferedInterval, AsyncCommit). Where a
 // commit waits for its write() or its sync, the unwritten extents cost it:
 // the sync that converts them (on ext4, in the journal) holds up the
-// commits' writes and syncs meanwhile. At innodb=2 (SyncInterval 1 s, one
-// committer, 768 MiB of 1 KiB records, checkpointed) allocated spares gave
-// a max commit of 8.7-15.6 ms with 1 over 10 ms in 3 of 4 runs, zero-filled
-// ones 2.7-4.2 ms and none, and 8% more throughput; at innodb=0
-// (BufferedInterval) allocated ones gave 1.01-1.14M appends/s against
-// 0.86-0.95M and half the appends over 10 ms (4 interleaved rounds each on
-// the 2-core dev VM). A new log's first segment is allocated under every
-// policy (where prepareSegment can allocate at all), so that Open does not
-// write a segment of zeros first; where commits sync, zeros written ahead
-// of its frames (zeroAhead) spare its commits most of the conversions.
-// Spares stay zero-filled there: with zeros ahead an allocated segment
-// still took 0.83-0.91× a zero-filled one's fdatasyncs per second (16 KiB
-// groups, ext4 and XFS), and the zero-fill runs off the commit path, paced;
+// commits' writes and syncs meanwhile (docs/design.md, Measurements behind
+// the defaults). A new log's first segment is allocated under every policy
+// (where prepareSegment can allocate at all), so that Open does not write a
+// segment of zeros first; where commits sync, zeros written ahead of its
+// frames (zeroAhead) spare its commits most of the conversions. Spares stay
+// zero-filled there, as an allocated one still costs its commits syncs, and
+// the zero-fill runs off the commit path, paced;
 // unless the writes are large (largeWrites), whose syncs convert their own
 // blocks, a conversion per 64 KiB or more, where zeros would halve the
 // bandwidth a log of large records gets from the device.
@@ -340,4 +332,25 @@ func (l *Log) removeSegmentFile(path string) error {
 	l.prep.poolMu.Unlock()
 	l.stats.seg.recycledKept.Add(1)
 	return nil
+}
+
+// dropSpare closes the prepared spare, if any, and removes its file unless
+// it is a reused one (a kept file keeps its name and content: it stays
+// kept). Files kept for reuse stay for the next Open to adopt
+// (Options.RecycleSegments), as PostgreSQL keeps recycled WAL files. Close
+// calls it once no preparer runs.
+func (l *Log) dropSpare() {
+	l.app.Lock()
+	spare := l.prep.spare
+	l.prep.spare = nil
+	l.app.Unlock()
+	if spare != nil {
+		spare.f.Close()
+		if spare.version != recycledVersion {
+			l.fs.Remove(spare.path)
+		}
+	}
+	l.prep.poolMu.Lock()
+	l.prep.pool = nil
+	l.prep.poolMu.Unlock()
 }

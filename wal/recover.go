@@ -45,7 +45,7 @@ type RecoveryInfo struct {
 	// Close): frames written but perhaps never synced before a crash. Open
 	// rewrites them from what it read and syncs them before any append, so
 	// they are durable from then on; damage inside them could not have been
-	// told from a torn tail (see "Recovery rule" in the package doc).
+	// told from a torn tail (see "Recovery" in the package doc).
 	Unvouched int64
 	// TrustedSegments is the number of sealed (non-last) segments Open
 	// trusted by their header and link frame without reading their frames;
@@ -594,7 +594,7 @@ func (l *Log) reusable(path string, start LSN) bool {
 //     read-only Log leaves S on the disk and out of the log.
 //
 // Any other state is left to the checks that follow (a missing link with
-// damage in P, or a bad header, is ErrCorrupt, as before).
+// damage in P, or a bad header, is ErrCorrupt).
 func (l *Log) recoverRoll(firsts []LSN) (kept []LSN, unvouched int64, err error) {
 	n := len(firsts)
 	if n < 2 {

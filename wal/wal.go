@@ -484,9 +484,8 @@ func (l *Log) commitWaitLocked(opts []AppendOption) policy.Wait {
 // the number of records appended; a commit covered before it had to wait
 // reads the clock itself. A commit that waits for nothing and never
 // waited (policy.WaitNone, l.app free, no log-buffer or segment wait) reads
-// no clock and counts as 0: it returns in the time of a copy, and two
-// clock reads cost a third of that (kvm-clock on the dev VM, 45-100 ns a
-// reading).
+// no clock and counts as 0: it returns in the time of a copy, and two clock
+// reads would cost a third of that.
 func (l *Log) commit(ctx context.Context, end LSN, qend uint64, w policy.Wait, start time.Duration, records int) error {
 	if start == notTimed && w != policy.WaitNone {
 		start = time.Since(l.opened)
@@ -717,17 +716,16 @@ func (l *Log) poison(cause error) {
 }
 
 // prepareAt says when the next segment's preparation starts: once the
-// segment receiving appends is more than 1/prepareAt full. At half full, a
-// log writing 330-550 MiB/s (innodb=0, one committer) filled the second
-// half of a 64 MiB segment in 60-100 ms, while the zero-fill and sync of
-// the next took 60-95 ms, and every roll waited for it (walbench -exp long
-// on the 2-core dev VM); from an eighth, 7/8 of the segment is left.
+// segment receiving appends is more than 1/prepareAt full, so that a log
+// writing at page-cache speed does not fill the segment before the next one
+// is zero-filled and synced (docs/design.md, Measurements behind the
+// defaults).
 const prepareAt = 8
 
 // Sync makes every record appended before the call durable, under any
 // policy (like FLUSH LOGS or a forced sync commit). It returns nil once the
-// sync covering them returned. Errors: ErrClosed, ErrPoisoned, ctx's error,
-// ErrReadOnly (OpenReadOnly).
+// sync covering them returned. Errors: ErrClosed, ErrPoisoned, ErrReadOnly
+// (OpenReadOnly); SyncContext adds ctx's error.
 func (l *Log) Sync() error { return l.SyncContext(context.Background()) }
 
 // SyncContext is Sync with a context: if ctx ends first it returns ctx.Err()
@@ -819,8 +817,30 @@ func (l *Log) Close() error {
 	if l.readOnly {
 		return l.closeReadOnly()
 	}
-	l.q.Drain() // end any group delay at once: the final flush must not wait it out
+	err := l.finalFlush(qend)
+	// A RemoveBefore that passed its closed check finishes its removals
+	// before the directory lock is released: another Log may open the
+	// directory as soon as it is.
+	l.removal.Lock()
+	defer l.removal.Unlock()
+	l.dropSpare()
+	if err == nil {
+		err = l.writeEnd()
+	}
+	if cerr := l.closeAll(); err == nil && cerr != nil {
+		err = cerr
+	}
+	l.opts.Logger.Info("wal: closed", "dir", l.dir, "lsn", l.appended.Load(), "err", err)
+	return err
+}
 
+// finalFlush makes every append up to the queue position qend durable
+// (unless the log is poisoned), fails every later wait with ErrClosed, and
+// returns once no goroutine of the log writes any more: the flusher,
+// preparers, handoff writers, a flush led by an application goroutine, and
+// the last roll's sealing. It returns the first error among them.
+func (l *Log) finalFlush(qend uint64) error {
+	l.q.Drain() // end any group delay at once: the final flush must not wait it out
 	err := l.poisoned()
 	if err == nil {
 		err = l.q.Wait(context.Background(), qend, groupcommit.Synced)
@@ -844,41 +864,21 @@ func (l *Log) Close() error {
 	if serr := l.awaitSeal(false); err == nil && serr != nil {
 		err = serr
 	}
-	// A RemoveBefore that passed its closed check finishes its removals
-	// before the directory lock is released: another Log may open the
-	// directory as soon as it is.
-	l.removal.Lock()
-	defer l.removal.Unlock()
-	l.app.Lock()
-	spare := l.prep.spare
-	l.prep.spare = nil
-	l.app.Unlock()
-	if spare != nil {
-		spare.f.Close()
-		if spare.version != recycledVersion { // a reused file keeps its kept name and content: it stays kept
-			l.fs.Remove(spare.path)
-		}
-	}
-	// Files kept for reuse stay for the next Open to adopt
-	// (Options.RecycleSegments), as PostgreSQL keeps recycled WAL files.
-	l.prep.poolMu.Lock()
-	l.prep.pool = nil
-	l.prep.poolMu.Unlock()
-	if err == nil {
-		err = l.writeEnd()
-	}
+	return err
+}
+
+// closeAll closes the read handles, the segment files and the directory
+// lock, and returns the first error.
+func (l *Log) closeAll() error {
 	l.reads.Lock()
 	l.reads.closed = true
 	l.closeReadHandles(1, 0) // every one
 	l.reads.Unlock()
-	if cerr := l.closeFiles(); err == nil && cerr != nil {
-		err = cerr
-	}
+	err := l.closeFiles()
 	if cerr := l.lock.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
 	noteHeld(l.dir, false)
-	l.opts.Logger.Info("wal: closed", "dir", l.dir, "lsn", l.appended.Load(), "err", err)
 	return err
 }
 
