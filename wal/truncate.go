@@ -124,73 +124,103 @@ func (l *Log) TruncateFrom(lsn LSN) error {
 }
 
 // cutLocked carries out TruncateFrom's steps at lsn, a record's LSN, with
-// every lock held and everything appended durable.
+// every lock held and everything appended durable: first on the disk
+// (cutFiles), then in the Log (adoptCutLocked).
 func (l *Log) cutLocked(lsn LSN) error {
 	k := len(l.segs.firsts) - 1
 	for l.segs.firsts[k] > lsn {
 		k--
 	}
+	s, rf, err := l.cutFiles(lsn, k)
+	if err != nil {
+		return err
+	}
+	return l.adoptCutLocked(lsn, k, s, rf)
+}
+
+// cutFiles makes the cut at lsn, inside the k-th segment, on the disk:
+// record it (truncate-lsn), begin the new epoch there, zero the dropped
+// frames of the segment kept and remove the later segments, then remove
+// the record. A crash between any two steps leaves either the old log or
+// one Open finishes cutting. It returns the kept segment (without a file
+// for writing) and its read handle.
+func (l *Log) cutFiles(lsn LSN, k int) (*segment, vfs.File, error) {
 	keep := l.segs.firsts[k]
-	oldNext := l.app.next
-	zeroEnd := oldNext
+	zeroEnd := l.app.next
 	if k+1 < len(l.segs.firsts) {
 		zeroEnd = l.segs.firsts[k+1]
 	}
 	zeroEnd += endFrameSize // the end or link frame after the last frame
 
 	if err := l.writeLSNFile(truncateName, lsn); err != nil {
-		return fmt.Errorf("recording the cut: %w", err)
+		return nil, nil, fmt.Errorf("recording the cut: %w", err)
 	}
 	// The new epoch, from the cut on, before anything is zeroed: from here
 	// on no frame of the dropped ones validates at its LSN, whether or not
 	// the zeros below reach the disk (a failed sync may leave them only in
 	// the page cache, marked clean).
 	if err := l.beginEpoch(lsn); err != nil {
-		return err
+		return nil, nil, err
 	}
-	path := filepath.Join(l.dir, segmentName(keep))
-	h, err := l.readHandle(keep)
+	s, rf, err := l.keptSegment(keep)
 	if err != nil {
-		return err
-	}
-	rf := h.f
-	hdr := make([]byte, headerSize(h.ff.Version))
-	if err := readFull(rf, hdr, 0, keep); err != nil {
-		return err
-	}
-	s := &segment{first: keep, version: h.ff.Version, use: h.ff.Use,
-		size: int64(binary.LittleEndian.Uint32(hdr[12:16])) * frameAlign, path: path}
-	if s.size == 0 { // a header written before sizes were recorded
-		if s.size, err = rf.Size(); err != nil {
-			return err
-		}
+		return nil, nil, err
 	}
 	if err := l.zeroRange(s, lsn, min(s.offset(zeroEnd), s.size)); err != nil {
-		return fmt.Errorf("zeroing the dropped frames of %s: %w", segmentName(keep), err)
+		return nil, nil, fmt.Errorf("zeroing the dropped frames of %s: %w", segmentName(keep), err)
 	}
 	for _, f := range l.segs.firsts[k+1:] {
 		if err := l.fs.Remove(filepath.Join(l.dir, segmentName(f))); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("removing %s: %w", segmentName(f), err)
+			return nil, nil, fmt.Errorf("removing %s: %w", segmentName(f), err)
 		}
 	}
 	if k+1 < len(l.segs.firsts) {
 		if err := l.syncDir(); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	if err := l.fs.Remove(filepath.Join(l.dir, truncateName)); err != nil {
-		return fmt.Errorf("removing %s: %w", truncateName, err)
+		return nil, nil, fmt.Errorf("removing %s: %w", truncateName, err)
 	}
 	if err := l.syncDir(); err != nil {
-		return err
+		return nil, nil, err
 	}
+	return s, rf, nil
+}
 
-	// The files are cut: make the Log say so.
+// keptSegment describes the installed segment whose first LSN is keep, from
+// its header read through its read handle, which it also returns.
+func (l *Log) keptSegment(keep LSN) (*segment, vfs.File, error) {
+	h, err := l.readHandle(keep)
+	if err != nil {
+		return nil, nil, err
+	}
+	rf := h.f
+	hdr := make([]byte, headerSize(h.ff.Version))
+	if err := readFull(rf, hdr, 0, keep); err != nil {
+		return nil, nil, err
+	}
+	s := &segment{first: keep, version: h.ff.Version, use: h.ff.Use,
+		size: int64(binary.LittleEndian.Uint32(hdr[12:16])) * frameAlign, path: filepath.Join(l.dir, segmentName(keep))}
+	if s.size == 0 { // a header written before sizes were recorded
+		if s.size, err = rf.Size(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return s, rf, nil
+}
+
+// adoptCutLocked makes the Log say what cutFiles made of the disk: the log
+// ends at lsn in s, the k-th segment, which takes the next writes; the
+// queue positions move past every dropped byte, and Readers past the cut
+// are told.
+func (l *Log) adoptCutLocked(lsn LSN, k int, s *segment, rf vfs.File) error {
+	oldNext := l.app.next
 	if k+1 < len(l.segs.firsts) {
 		old := l.write.seg
-		f, err := l.openFile(path, l.fs.OpenReadWrite)
+		f, err := l.openFile(s.path, l.fs.OpenReadWrite)
 		if err != nil {
-			return fmt.Errorf("reopening %s for writing: %w", path, err)
+			return fmt.Errorf("reopening %s for writing: %w", s.path, err)
 		}
 		s.f = f
 		if old.f != nil {
@@ -209,13 +239,13 @@ func (l *Log) cutLocked(lsn LSN) error {
 		endOff := ws.offset(lsn)
 		blk := alignDown(endOff, l.write.dio.align)
 		tail := make([]byte, endOff-blk)
-		if err := readFull(rf, tail, blk, keep); err != nil {
+		if err := readFull(rf, tail, blk, s.first); err != nil {
 			return err
 		}
 		l.write.dio.setTail(blk, tail)
 	}
 	l.segs.firsts = l.segs.firsts[:k+1]
-	l.closeReadHandles(l.segs.firsts[0], keep)
+	l.closeReadHandles(l.segs.firsts[0], s.first)
 	l.app.next = lsn
 	l.app.active.reset(lsn)
 	l.app.active.seg = l.app.seg
