@@ -28,27 +28,13 @@ func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 	if l.readOnly {
 		return 0, ErrReadOnly
 	}
-	l.app.Lock()
-	closed := l.app.closed
-	l.app.Unlock()
-	if closed {
-		return 0, ErrClosed
+	if err := l.removable(); err != nil {
+		return 0, err
 	}
 	l.removal.Lock()
 	defer l.removal.Unlock()
-	l.app.Lock()
-	closed = l.app.closed // again: a Close that ran meanwhile has released the directory lock
-	poisoned := l.poisoned()
-	l.app.Unlock()
-	if closed {
-		return 0, ErrClosed
-	}
-	if poisoned != nil {
-		// A failed write or sync may have left a recorded cut or a
-		// segment half sealed that only the next Open settles: removing
-		// segments now could remove the one that cut's record names
-		// (found by the simulator, seeds 242 and 489).
-		return 0, poisoned
+	if err := l.removable(); err != nil { // again: a Close that ran meanwhile has released the directory lock
+		return 0, err
 	}
 	// Only RemoveBefore shortens the list at its front, and rolls only
 	// append to it: the first k entries stay what they are read as here.
@@ -61,23 +47,9 @@ func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 	first := l.segs.firsts[k]
 	l.segs.Unlock()
 	if k > 0 {
-		// A segment whose roll is still sealing it (syncing, then writing
-		// its link by name) is removed only once that is done.
-		l.write.Lock()
-		sl := l.write.seal
-		l.write.Unlock()
-		if sl != nil && sl.seg.first < first {
-			<-sl.done
-			if sl.err != nil {
-				// Its successor's header may never have reached the
-				// disk: removing the segment would leave a log that
-				// starts in that successor, which Open cannot read.
-				return l.FirstLSN(), fmt.Errorf("%w: the roll into %s failed, and %s stays: %w",
-					ErrPoisoned, segmentName(sl.succ.first), segmentName(sl.seg.first), sl.err)
-			}
+		if err := l.awaitSealBelow(first); err != nil {
+			return l.FirstLSN(), err
 		}
-	}
-	if k > 0 {
 		if err := l.writeFirstLSN(first); err != nil {
 			return doomed[0], fmt.Errorf("wal: recording the new first LSN %d: %w", first, err)
 		}
@@ -92,21 +64,66 @@ func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 	// Out of the list now; a removal that fails is retried by the next
 	// call (or finished by the next Open).
 	l.removal.leftover = append(l.removal.leftover, doomed...)
+	if err := l.removeLeftovers(); err != nil {
+		return first, err
+	}
+	return first, nil
+}
+
+// removable returns ErrClosed on a closed log and the poisoning error on a
+// poisoned one: a failed write or sync may have left a recorded cut or a
+// segment half sealed that only the next Open settles, and removing
+// segments then could remove the one that cut's record names (found by the
+// simulator, seeds 242 and 489).
+func (l *Log) removable() error {
+	l.app.Lock()
+	defer l.app.Unlock()
+	if l.app.closed {
+		return ErrClosed
+	}
+	return l.poisoned()
+}
+
+// awaitSealBelow waits for the last roll's sealing if the segment it seals
+// starts below first: a segment is removed only once its roll has synced
+// it and written its link. If that sealing failed, its successor's header
+// may never have reached the disk, and removing the segment would leave a
+// log that starts in that successor, which Open cannot read: it returns an
+// error matching ErrPoisoned.
+func (l *Log) awaitSealBelow(first LSN) error {
+	l.write.Lock()
+	sl := l.write.seal
+	l.write.Unlock()
+	if sl == nil || sl.seg.first >= first {
+		return nil
+	}
+	<-sl.done
+	if sl.err != nil {
+		return fmt.Errorf("%w: the roll into %s failed, and %s stays: %w",
+			ErrPoisoned, segmentName(sl.succ.first), segmentName(sl.seg.first), sl.err)
+	}
+	return nil
+}
+
+// removeLeftovers removes (or keeps for reuse) the files of the segments in
+// l.removal.leftover, oldest first, syncing the directory after each, and
+// drops each from the list once done. l.removal is held.
+func (l *Log) removeLeftovers() error {
 	for len(l.removal.leftover) > 0 {
 		name := segmentName(l.removal.leftover[0])
 		path := filepath.Join(l.dir, name)
 		if err := l.removeSegmentFile(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return first, fmt.Errorf("wal: removing %s: %w", name, err)
+			return fmt.Errorf("wal: removing %s: %w", name, err)
 		}
 		if err := l.syncDir(); err != nil {
-			return first, fmt.Errorf("wal: removing %s: %w", name, err)
+			return fmt.Errorf("wal: removing %s: %w", name, err)
 		}
 		l.removal.leftover = l.removal.leftover[1:]
 		// Yield between removals, as the segment preparer does between
 		// chunks: a checkpoint freeing hundreds of segments is a run of
 		// short syscalls that would otherwise keep this P from commits
-		// woken onto it for a whole 10 ms time slice.
+		// woken onto it for a whole time slice.
 		runtime.Gosched()
 	}
-	return first, nil
+	return nil
 }
