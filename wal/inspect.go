@@ -300,36 +300,70 @@ func InspectSegment(fsys vfs.FS, path string, fn func(FrameInfo) error) (Segment
 	info.Recycled = staleTail(info.Version)
 
 	h, _, _ := decodeSegmentHeader(buf)
-	s := segment{first: first, size: int64(len(buf)), version: info.Version, use: h.Use}
-	maxRec := int(int64(len(buf)) - s.hdr() - frameHeaderSize)
-	frame := func(lsn LSN, stray bool) (FrameInfo, bool) {
-		off := s.offset(lsn)
-		fi := FrameInfo{LSN: lsn, Offset: off, Stray: stray}
-		b := buf[off:]
-		if len(b) >= frameHeaderSize {
-			fi.Length = binary.LittleEndian.Uint32(b[8:12])
-			fi.Watermark = LSN(binary.LittleEndian.Uint64(b[16:24]))
-		}
-		rec, _, size, st := decodeFrame(b, s.format(), lsn, maxRec)
-		if st == frameValid && off+size > int64(len(buf)) {
-			st = frameShort // its padding is cut off
-		}
-		if st != frameValid {
-			fi.Problem = frameProblem(b, s.format(), lsn, maxRec, st)
-			return fi, false
-		}
-		fi.Size, fi.Payload, fi.Kind = size, rec, FrameRecord
-		if rec == nil {
-			fi.Kind = FrameEnd
-			if frameFlags(b) == flagLink {
-				fi.Kind = FrameLink
-			}
-		}
-		return fi, true
+	img := segmentImage{buf: buf, s: segment{first: first, size: int64(len(buf)), version: info.Version, use: h.Use}}
+	img.maxRec = int(int64(len(buf)) - img.s.hdr() - frameHeaderSize)
+	lsn, err := img.walkChain(&info, fn)
+	info.ChainEnd = lsn
+	if err != nil {
+		return info, err
 	}
-	lsn := first
-	for s.offset(lsn) < int64(len(buf)) {
-		fi, ok := frame(lsn, false)
+	xoff := img.s.offset(lsn)
+	if last := lastNonZeroFrom(buf, xoff); last >= 0 {
+		info.TrailingBytes = last + 1 - xoff
+	}
+	if info.TrailingBytes == 0 {
+		return info, nil
+	}
+	if info.Closing == FrameInvalid {
+		fi, _ := img.frame(lsn, false)
+		if err := fn(fi); err != nil {
+			return info, err
+		}
+	}
+	return info, img.walkStrays(xoff, fn)
+}
+
+// segmentImage is a segment file read into memory for InspectSegment.
+type segmentImage struct {
+	buf    []byte
+	s      segment
+	maxRec int // the largest payload a frame of this file can hold
+}
+
+// frame describes the frame at lsn; ok reports whether it is valid.
+func (img *segmentImage) frame(lsn LSN, stray bool) (fi FrameInfo, ok bool) {
+	off := img.s.offset(lsn)
+	fi = FrameInfo{LSN: lsn, Offset: off, Stray: stray}
+	b := img.buf[off:]
+	if len(b) >= frameHeaderSize {
+		fi.Length = binary.LittleEndian.Uint32(b[8:12])
+		fi.Watermark = LSN(binary.LittleEndian.Uint64(b[16:24]))
+	}
+	rec, _, size, st := decodeFrame(b, img.s.format(), lsn, img.maxRec)
+	if st == frameValid && off+size > int64(len(img.buf)) {
+		st = frameShort // its padding is cut off
+	}
+	if st != frameValid {
+		fi.Problem = frameProblem(b, img.s.format(), lsn, img.maxRec, st)
+		return fi, false
+	}
+	fi.Size, fi.Payload, fi.Kind = size, rec, FrameRecord
+	if rec == nil {
+		fi.Kind = FrameEnd
+		if frameFlags(b) == flagLink {
+			fi.Kind = FrameLink
+		}
+	}
+	return fi, true
+}
+
+// walkChain calls fn for each valid frame from the segment's first LSN on,
+// up to the first invalid one or through an end or link frame, counting
+// them into info, and returns the LSN where the chain stops.
+func (img *segmentImage) walkChain(info *SegmentInfo, fn func(FrameInfo) error) (LSN, error) {
+	lsn := img.s.first
+	for img.s.offset(lsn) < int64(len(img.buf)) {
+		fi, ok := img.frame(lsn, false)
 		if !ok {
 			break
 		}
@@ -339,40 +373,31 @@ func InspectSegment(fsys vfs.FS, path string, fn func(FrameInfo) error) (Segment
 			info.Records++
 		}
 		if err := fn(fi); err != nil {
-			return info, err
+			return lsn, err
 		}
 		if fi.Kind != FrameRecord {
 			info.Closing = fi.Kind
 			break // nothing follows an end or link frame
 		}
 	}
-	info.ChainEnd = lsn
-	xoff := s.offset(lsn)
-	if last := lastNonZeroFrom(buf, xoff); last >= 0 {
-		info.TrailingBytes = last + 1 - xoff
-	}
-	if info.TrailingBytes == 0 {
-		return info, nil
-	}
-	if info.Closing == FrameInvalid {
-		fi, _ := frame(lsn, false)
-		if err := fn(fi); err != nil {
-			return info, err
-		}
-	}
-	// Every later 8-byte boundary, as recoverTail looks for a frame whose
-	// watermark proves the break damaged.
-	for off := xoff + frameAlign; off+frameHeaderSize <= int64(len(buf)); off += frameAlign {
-		fi, ok := frame(first+LSN(off-segmentHeaderSize), true)
+	return lsn, nil
+}
+
+// walkStrays calls fn for every valid frame found at an 8-byte boundary
+// after the chain, which ends at offset xoff, as recoverTail looks for a
+// frame whose watermark proves the break damaged.
+func (img *segmentImage) walkStrays(xoff int64, fn func(FrameInfo) error) error {
+	for off := xoff + frameAlign; off+frameHeaderSize <= int64(len(img.buf)); off += frameAlign {
+		fi, ok := img.frame(img.s.first+LSN(off-segmentHeaderSize), true)
 		if !ok {
 			continue
 		}
 		if err := fn(fi); err != nil {
-			return info, err
+			return err
 		}
 		off += fi.Size - frameAlign
 	}
-	return info, nil
+	return nil
 }
 
 // frameProblem says why the bytes b hold no valid frame at lsn (st, as
