@@ -159,14 +159,7 @@ func (m *MemFS) PowerLoss(mode CrashMode) *MemFS {
 		}
 	}
 	for _, op := range m.pending {
-		keep := false
-		switch mode.kind {
-		case crashKeepAll:
-			keep = true
-		case crashTear, crashBlocks:
-			keep = rng.IntN(2) == 1
-		}
-		if keep {
+		if mode.keeps(rng) {
 			op.apply(tree)
 		}
 	}
@@ -179,14 +172,7 @@ func (m *MemFS) PowerLoss(mode CrashMode) *MemFS {
 	}
 	slices.Sort(newDirs)
 	for _, d := range newDirs {
-		keep := false
-		switch mode.kind {
-		case crashKeepAll:
-			keep = true
-		case crashTear, crashBlocks:
-			keep = dirRng.IntN(2) == 1
-		}
-		if keep {
+		if mode.keeps(dirRng) {
 			continue
 		}
 		for t := range tree {
@@ -275,4 +261,17 @@ func (ino *inode) crashContent(mode CrashMode, rng *rand.Rand) []byte {
 		size = len(durable)
 	}
 	return d[:size:size]
+}
+
+// keeps decides whether an unsynced directory change survives the crash:
+// always under KeepAll, never under DropAll, by a coin of rng under the
+// random modes.
+func (mode CrashMode) keeps(rng *rand.Rand) bool {
+	switch mode.kind {
+	case crashKeepAll:
+		return true
+	case crashTear, crashBlocks:
+		return rng.IntN(2) == 1
+	}
+	return false
 }
