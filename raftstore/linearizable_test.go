@@ -23,6 +23,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -388,50 +389,23 @@ func runLinHistory(t *testing.T, d, every time.Duration, seed uint64) linStats {
 		}
 	}()
 
-	t0 := time.Now()
-	now := func() int64 { return int64(time.Since(t0)) }
-	var hmu sync.Mutex
-	var history []porcupine.Operation
-	var pendingOps []porcupine.Operation
-	var acked []kvInput
-	const keys = 4
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for cl := range 4 {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(seed, uint64(cl)))
-			for i := 0; !stop.Load(); i++ {
-				in := kvInput{op: 'a', key: rng.IntN(keys), val: fmt.Sprintf("%d.%d,", cl, i)}
-				switch r := rng.IntN(10); {
-				case r < 4:
-					in.op, in.val = 'g', ""
-				case r == 4:
-					in.op = 'p'
-				}
-				l := c.leader()
-				if l == nil {
-					time.Sleep(5 * time.Millisecond)
-					continue
-				}
-				call := now()
-				resp, err := applyWait(l, in, 3*time.Second)
-				ret := now()
-				hmu.Lock()
-				switch {
-				case err == nil:
-					history = append(history, porcupine.Operation{ClientId: cl, Input: in, Call: call, Output: resp, Return: ret})
-					if in.op == 'a' {
-						acked = append(acked, in)
-					}
-				case in.op != 'g': // may or may not have taken effect
-					pendingOps = append(pendingOps, porcupine.Operation{ClientId: cl, Input: in, Call: call, Output: ""})
-				}
-				hmu.Unlock()
-			}
-		})
+	rec := newKVRecorder()
+	apply := func(in kvInput) (string, error) {
+		l := c.leader()
+		if l == nil {
+			return "", errNotIssued
+		}
+		resp, err := applyWait(l, in, 3*time.Second)
+		if err != nil {
+			return "", err
+		}
+		return resp.(string), nil
 	}
+	var stop atomic.Bool
+	wait := rec.clients(seed, &stop, apply)
 
 	// The nemesis.
+	t0 := time.Now()
 	rng := rand.New(rand.NewPCG(seed, 99))
 	st := linStats{}
 	modes := func(i int) *vfs.CrashMode {
@@ -478,64 +452,10 @@ func runLinHistory(t *testing.T, d, every time.Duration, seed uint64) linStats {
 		c.mu.Unlock()
 	}
 	stop.Store(true)
-	wg.Wait()
-
-	// Final reads of every key, after every acknowledged operation.
-	finals := map[int]string{}
-	for k := range keys {
-		for deadline := time.Now().Add(30 * time.Second); ; {
-			require.True(t, time.Now().Before(deadline), "no final read of key %d", k)
-			l := c.leader()
-			if l == nil {
-				time.Sleep(10 * time.Millisecond)
-				continue
-			}
-			in := kvInput{op: 'g', key: k}
-			call := now()
-			resp, err := applyWait(l, in, 3*time.Second)
-			if err != nil {
-				time.Sleep(10 * time.Millisecond)
-				continue
-			}
-			finals[k] = resp.(string)
-			history = append(history, porcupine.Operation{ClientId: 4, Input: in, Call: call, Output: finals[k], Return: now()})
-			break
-		}
-	}
-	end := now() + 1
-	for _, op := range pendingOps {
-		op.Return = end
-		history = append(history, op)
-	}
-	for _, in := range acked {
-		if !strings.Contains(finals[in.key], in.val) {
-			// A put may overwrite an append: only appends after the key's
-			// last acknowledged put must be there; porcupine checks the
-			// rest. Report only what no put explains.
-			explained := false
-			for _, op := range history {
-				if p := op.Input.(kvInput); p.op == 'p' && p.key == in.key {
-					explained = true
-				}
-			}
-			if !explained {
-				t.Errorf("acknowledged append %q to key %d is not in its final value %q", in.val, in.key, finals[in.key])
-			}
-		}
-	}
-	st.ops, st.acked, st.pending = len(history), len(history)-len(pendingOps), len(pendingOps)
-	res, info := porcupine.CheckOperationsVerbose(kvModel, history, time.Minute)
-	st.result = res
-	if res == porcupine.Illegal {
-		f, err := os.CreateTemp("", "raftstore-lin-*.html")
-		if err == nil {
-			porcupine.Visualize(kvModel, info, f)
-			f.Close()
-			t.Errorf("history %d (seed %d) is not linearizable: see %s", seed, seed, f.Name())
-		} else {
-			t.Errorf("history (seed %d) is not linearizable", seed)
-		}
-	}
+	wait()
+	finals := rec.finalReads(t, apply)
+	st.result = rec.check(t, finals, seed)
+	st.ops, st.acked, st.pending = len(rec.history)+len(rec.pending), len(rec.history), len(rec.pending)
 	return st
 }
 
@@ -566,4 +486,129 @@ func TestLinearizableUnderPowerLoss(t *testing.T) {
 	}
 	t.Logf("%d histories, %d operations, %d node crashes (%d whole-cluster power losses); %d checks timed out", histories, tot.ops, tot.crashes, tot.allDown, unknown)
 	require.Zero(t, unknown, "porcupine timed out on a history")
+}
+
+// errNotIssued is what a client's apply function returns for an operation
+// it never sent (no leader known, or one that refused it before proposing
+// it): the operation is not recorded, and the client tries another.
+var errNotIssued = errors.New("not issued")
+
+// kvKeys is how many keys the clients use.
+const kvKeys = 4
+
+// kvRecorder records a history of key-value operations: each operation's
+// call and return, in nanoseconds since the recorder was made.
+type kvRecorder struct {
+	t0      time.Time
+	mu      sync.Mutex
+	history []porcupine.Operation // operations that returned
+	pending []porcupine.Operation // writes without an answer: they may or may not have taken effect
+	acked   []kvInput             // acknowledged appends
+}
+
+func newKVRecorder() *kvRecorder { return &kvRecorder{t0: time.Now()} }
+
+func (r *kvRecorder) now() int64 { return int64(time.Since(r.t0)) }
+
+// clients starts four clients that issue gets, puts and appends through
+// apply until stop is set, and returns a function that waits for them.
+func (r *kvRecorder) clients(seed uint64, stop *atomic.Bool, apply func(kvInput) (string, error)) (wait func()) {
+	var wg sync.WaitGroup
+	for cl := range 4 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(seed, uint64(cl)))
+			for i := 0; !stop.Load(); i++ {
+				in := kvInput{op: 'a', key: rng.IntN(kvKeys), val: fmt.Sprintf("%d.%d,", cl, i)}
+				switch r := rng.IntN(10); {
+				case r < 4:
+					in.op, in.val = 'g', ""
+				case r == 4:
+					in.op = 'p'
+				}
+				call := r.now()
+				resp, err := apply(in)
+				ret := r.now()
+				if errors.Is(err, errNotIssued) {
+					time.Sleep(5 * time.Millisecond)
+					continue
+				}
+				r.mu.Lock()
+				switch {
+				case err == nil:
+					r.history = append(r.history, porcupine.Operation{ClientId: cl, Input: in, Call: call, Output: resp, Return: ret})
+					if in.op == 'a' {
+						r.acked = append(r.acked, in)
+					}
+				case in.op != 'g': // may or may not have taken effect
+					r.pending = append(r.pending, porcupine.Operation{ClientId: cl, Input: in, Call: call, Output: ""})
+				}
+				r.mu.Unlock()
+			}
+		})
+	}
+	return wg.Wait
+}
+
+// finalReads reads every key through apply once the clients stopped,
+// retrying for up to 30 s each, and records the reads.
+func (r *kvRecorder) finalReads(t *testing.T, apply func(kvInput) (string, error)) map[int]string {
+	t.Helper()
+	finals := map[int]string{}
+	for k := range kvKeys {
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			require.True(t, time.Now().Before(deadline), "no final read of key %d", k)
+			in := kvInput{op: 'g', key: k}
+			call := r.now()
+			resp, err := apply(in)
+			if err != nil {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			finals[k] = resp
+			r.history = append(r.history, porcupine.Operation{ClientId: 4, Input: in, Call: call, Output: resp, Return: r.now()})
+			break
+		}
+	}
+	return finals
+}
+
+// check checks the history: writes without an answer are given a return
+// after everything. Every acknowledged append must be in its key's final
+// value unless a put to the key may have overwritten it (porcupine checks
+// those), and porcupine must find the history linearizable; an illegal one
+// is written out as an HTML visualization named in the failure.
+func (r *kvRecorder) check(t *testing.T, finals map[int]string, seed uint64) porcupine.CheckResult {
+	t.Helper()
+	history := slices.Clone(r.history)
+	end := r.now() + 1
+	for _, op := range r.pending {
+		op.Return = end
+		history = append(history, op)
+	}
+	for _, in := range r.acked {
+		if strings.Contains(finals[in.key], in.val) {
+			continue
+		}
+		explained := false
+		for _, op := range history {
+			if p := op.Input.(kvInput); p.op == 'p' && p.key == in.key {
+				explained = true
+			}
+		}
+		if !explained {
+			t.Errorf("acknowledged append %q to key %d is not in its final value %q", in.val, in.key, finals[in.key])
+		}
+	}
+	res, info := porcupine.CheckOperationsVerbose(kvModel, history, time.Minute)
+	if res == porcupine.Illegal {
+		f, err := os.CreateTemp("", "raftstore-lin-*.html")
+		if err == nil {
+			porcupine.Visualize(kvModel, info, f)
+			f.Close()
+			t.Errorf("history (seed %d) is not linearizable: see %s", seed, f.Name())
+		} else {
+			t.Errorf("history (seed %d) is not linearizable", seed)
+		}
+	}
+	return res
 }
