@@ -206,7 +206,7 @@ func TestOpenReadOnlyInterruptedRemoveBefore(t *testing.T) {
 	require.Equal(t, onDisk, segments(t, img), "and stay on the disk")
 }
 
-func TestOpenReadOnlyInterruptedTruncateAfter(t *testing.T) {
+func TestOpenReadOnlyInterruptedTruncateFrom(t *testing.T) {
 	opts := wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncEveryCommit()}
 	mem := vfs.NewMem()
 	var armed, cutting atomic.Bool

@@ -17,11 +17,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestNextContextWokenByTruncateAfter: a tailing Reader waiting in
+// TestFollowWokenByTruncateFrom: a tailing Reader waiting in
 // Follow at the end of the log, past the LSN a TruncateFrom cuts at,
 // must return ErrTruncated ("a Reader positioned past lsn returns
 // ErrTruncated from then on"), not sleep until some later write.
-func TestNextContextWokenByTruncateAfter(t *testing.T) {
+func TestFollowWokenByTruncateFrom(t *testing.T) {
 	mem := vfs.NewMem()
 	l := openLog(t, mem, wal.Options{Policy: policy.SyncEveryCommit()})
 	defer l.Close()

@@ -20,12 +20,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestTruncateAfter cuts a log spanning several segments in the last
+// TestTruncateFrom cuts a log spanning several segments in the last
 // segment, in an earlier one, at a segment's first LSN, at the first LSN
 // (empty log) and at the appended LSN (nothing dropped), under each sync
 // method, and checks what is read, where appends continue, and that a
 // reopen sees the same.
-func TestTruncateAfter(t *testing.T) {
+func TestTruncateFrom(t *testing.T) {
 	for _, m := range vfs.SyncMethods() {
 		for _, where := range []string{"last-segment", "earlier-segment", "segment-start", "first", "end"} {
 			t.Run(fmt.Sprintf("method=%s/cut=%s", m, where), func(t *testing.T) {
@@ -135,10 +135,10 @@ func nilIfEmpty[T any](s []T) []T {
 	return s
 }
 
-// TestTruncateAfterErrors: a cut below FirstLSN or beyond the end is
+// TestTruncateFromErrors: a cut below FirstLSN or beyond the end is
 // ErrNotFound, one inside a record ErrCorrupt, and neither changes the log;
 // after Close, ErrClosed.
-func TestTruncateAfterErrors(t *testing.T) {
+func TestTruncateFromErrors(t *testing.T) {
 	l := openLog(t, vfs.NewMem(), wal.Options{SegmentSize: 8 << 10})
 	h := &history{}
 	for i := range 60 {
@@ -160,10 +160,10 @@ func TestTruncateAfterErrors(t *testing.T) {
 	require.ErrorIs(t, l.TruncateFrom(first), wal.ErrClosed)
 }
 
-// TestTruncateAfterConcurrentAppends: appenders and readers run while the
+// TestTruncateFromConcurrentAppends: appenders and readers run while the
 // log is cut again and again; every cut leaves a log whose records are
 // those appended before it up to the cut, and the queue never hangs.
-func TestTruncateAfterConcurrentAppends(t *testing.T) {
+func TestTruncateFromConcurrentAppends(t *testing.T) {
 	l := openLog(t, vfs.NewMem(), wal.Options{Policy: policy.SyncEveryCommit(), SegmentSize: 8 << 10})
 	defer l.Close()
 	var wg sync.WaitGroup
@@ -429,11 +429,11 @@ func TestTruncateCrashImagesAtEveryOp(t *testing.T) {
 	}
 }
 
-// TestTruncateAfterEveryOp fails the n-th filesystem operation of the
+// TestTruncateFromEveryOp fails the n-th filesystem operation of the
 // truncation workload for every n, then checks the power-loss image that
 // keeps only synced state: a failed cut leaves the old log or the cut one,
 // a completed one stays completed.
-func TestTruncateAfterEveryOp(t *testing.T) {
+func TestTruncateFromEveryOp(t *testing.T) {
 	opts := wal.Options{SegmentSize: 4 << 10, Policy: policy.SyncEveryCommit()}
 	var n int64
 	for n = 1; ; n++ {
