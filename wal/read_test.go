@@ -401,10 +401,10 @@ func BenchmarkReadRecord(b *testing.B) {
 	}
 }
 
-// TestReaderNextContext: a tailing Reader waits for records without
+// TestReaderFollow: a tailing Reader waits for records without
 // polling, sees only durable ones with DurableOnly, ends with its context,
 // and returns ErrClosed when the log closes under it.
-func TestReaderNextContext(t *testing.T) {
+func TestReaderFollow(t *testing.T) {
 	l := openLog(t, vfs.NewMem(), wal.Options{Policy: policy.SyncNever()})
 	tail, err := l.NewReader(0)
 	require.NoError(t, err)
