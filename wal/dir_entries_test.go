@@ -3,10 +3,12 @@ package wal_test
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -126,4 +128,39 @@ func replaceWithLinks(t *testing.T, dir, other string, dangling bool) {
 		}
 		require.NoError(t, os.Symlink(to, from))
 	}
+}
+
+// TestLogDirEntryDurableAfterFailedOpen: Open makes a directory it creates
+// durable by syncing its parent, but only the Open that ran the mkdir does;
+// makeDir skips every sync when the directory exists. If that Open fails at
+// the parent's sync (EIO, or the process dies between mkdir and the sync),
+// the next Open finds the directory, never syncs its parent, and every
+// record it acknowledges lives in a directory whose own entry is not
+// durable.
+//
+// Sequence: the parent sync of the first Open fails (Open returns an
+// error); process crash; Open again (nil); five SyncEveryCommit appends
+// return nil; Close returns nil; power loss (DropAll). Expected: the five
+// records are there. Happens: the log directory is gone, and Open creates a
+// fresh empty log without an error.
+func TestLogDirEntryDurableAfterFailedOpen(t *testing.T) {
+	mem := vfs.NewMem()
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSyncDir && filepath.Clean(op.Path) == "/" {
+			return syscall.EIO
+		}
+		return nil
+	})
+	opts := wal.Options{SegmentSize: 64 << 10, FS: faultfs.Inject(mem, inj)}
+	_, err := wal.Open(logDir, opts)
+	require.Error(t, err, "the first Open fails at the parent directory's sync")
+
+	img := mem.ProcessCrash()
+	l := openLog(t, img, opts)
+	appendN(t, l, 0, 5, 100)
+	require.NoError(t, l.Close())
+
+	lost := img.PowerLoss(vfs.DropAll())
+	_, got, _ := replay(t, lost, opts)
+	require.Len(t, got, 5, "five records acknowledged durable (SyncEveryCommit, then a clean Close) vanished with their directory")
 }

@@ -3,10 +3,13 @@ package wal_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -14,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
@@ -827,4 +831,297 @@ func TestRemoveBeforeFirstLSNSyncFails(t *testing.T) {
 		require.Equal(t, start, l3.FirstLSN())
 		require.NoError(t, l3.Close())
 	}
+}
+
+// TestCleanCloseNearlyFullSegmentVerifiesLastGroup: the package doc says
+// a clean Close leaves every byte verifiable (end frame), and room() keeps
+// the last endFrameSize bytes of a v2 segment free "so a clean Close and a
+// roll can always write theirs". But writeEnd checks
+// used+endFrameSize > room(), where room() already excludes those bytes: the
+// reserve is counted twice. A segment filled to within 24 bytes of room()
+// gets no end frame at Close, and damage in its last group is then taken for
+// a torn tail and cut (issue 11.1 again, in this corner).
+//
+// Sequence: SegmentSize 4 KiB (room 4008), SyncNever, twenty 176-byte
+// records (200-byte frames, 4000 bytes used), Close() returns nil (it synced
+// all 20). Flip one payload bit of record 3. Expected: Open fails with
+// ErrCorrupt. Happens: Open returns nil with records 1-2 only, 16 records
+// that Close had made durable are quarantined and zeroed.
+func TestCleanCloseNearlyFullSegmentVerifiesLastGroup(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := wal.Options{FS: mem, SegmentSize: 4 << 10, Policy: policy.SyncNever()}
+	l := openLog(t, mem, opts)
+	appendN(t, l, 0, 20, 176)
+	require.Equal(t, wal.LSN(20*frameSize(176)), l.AppendedLSN())
+	require.NoError(t, l.Close())
+	segs := segments(t, mem)
+	require.Len(t, segs, 1, "no roll: everything is in one segment")
+
+	// Sanity: the clean close is recognised when nothing is damaged.
+	l = openLog(t, mem.ProcessCrash(), opts)
+	clean := l.Recovered().Clean
+	require.NoError(t, l.Close())
+
+	b := fileBytes(t, mem, segs[0])
+	b[segHeader+2*frameSize(176)+frameHeader+7] ^= 0x04 // record 3's payload
+	setFile(t, mem, segs[0], b)
+	l2, err := wal.Open(logDir, opts)
+	if err == nil {
+		info := l2.Recovered()
+		_, got := readAll(t, l2, 0)
+		l2.Close()
+		t.Fatalf("Open after a clean Close (Clean=%v before the damage) returned nil with %d of 20 records, TornBytes %d, quarantined %v: damage in data Close synced was taken for a torn tail",
+			clean, len(got), info.TornBytes, info.Quarantined)
+	}
+	require.ErrorIs(t, err, wal.ErrCorrupt)
+}
+
+// TestAllSegmentsMissingIsCorrupt: "A missing segment is damage wherever
+// it was" (README, Recovery rule). But Open only consults first-lsn when at
+// least one segment is present; with none it creates a fresh log at LSN 0
+// and overwrites first-lsn with 0.
+//
+// Sequence (a): one segment holding 5 synced records, Close; the segment
+// file vanishes. Expected: Open fails with ErrCorrupt (first-lsn says the
+// log starts at 0 and a segment is missing). Happens: Open returns nil, an
+// empty log, the records are gone without an error.
+//
+// Sequence (b): rolls, RemoveBefore (first-lsn now > 0), every segment
+// vanishes. Happens: Open returns nil and the next append gets LSN 0, below
+// LSNs already handed out and checkpointed.
+func TestAllSegmentsMissingIsCorrupt(t *testing.T) {
+	t.Run("single-segment", func(t *testing.T) {
+		mem := vfs.NewMem()
+		opts := wal.Options{FS: mem, SegmentSize: 64 << 10}
+		l := openLog(t, mem, opts)
+		appendN(t, l, 0, 5, 100)
+		require.NoError(t, l.Close())
+		segs := segments(t, mem)
+		require.Len(t, segs, 1)
+		require.NoError(t, mem.Remove(filepath.Join(logDir, segs[0])))
+
+		l2, err := wal.Open(logDir, opts)
+		if err == nil {
+			_, got := readAll(t, l2, 0)
+			l2.Close()
+			t.Fatalf("Open with the only segment missing returned nil and %d records (5 were acknowledged durable)", len(got))
+		}
+		require.ErrorIs(t, err, wal.ErrCorrupt)
+	})
+	t.Run("after-RemoveBefore", func(t *testing.T) {
+		mem := vfs.NewMem()
+		opts := wal.Options{FS: mem, SegmentSize: 4 << 10}
+		l := openLog(t, mem, opts)
+		last := appendN(t, l, 0, 60, 300)[59]
+		kept, err := l.RemoveBefore(last)
+		require.NoError(t, err)
+		require.Positive(t, kept)
+		require.NoError(t, l.Close())
+		for _, s := range segments(t, mem) {
+			require.NoError(t, mem.Remove(filepath.Join(logDir, s)))
+		}
+		l2, err := wal.Open(logDir, opts)
+		if err == nil {
+			lsn, aerr := l2.Append([]byte("new"))
+			l2.Close()
+			t.Fatalf("Open with every segment missing (log started at LSN %d, ended past %d) returned nil; next append got LSN %d (err %v)", kept, last, lsn, aerr)
+		}
+		require.ErrorIs(t, err, wal.ErrCorrupt)
+	})
+}
+
+// TestMissingLastSegmentWithStrayByteAfterLink (double fault, low): a
+// link frame in the last segment present proves the log continued in a
+// segment that is missing, and Open reports it, but only if nothing but
+// zeros follows the link. One non-zero byte anywhere after it (bit rot in
+// the unused tail) turns the link into "a torn tail from the link on": the
+// link is quarantined and zeroed, Open returns nil, the missing segment's
+// records are gone and the next append reuses their LSNs. No crash can put
+// bytes after a link (nothing is ever written there), so they are damage.
+//
+// Sequence: three 4 KiB segments, Close; remove the last segment; set the
+// last byte of the (now last) second segment to 1. Expected: ErrCorrupt
+// naming the missing segment. Happens: Open nil.
+func TestMissingLastSegmentWithStrayByteAfterLink(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := wal.Options{FS: mem, SegmentSize: 4 << 10}
+	l := openLog(t, mem, opts)
+	appendUntilSegments(t, l, mem, 3, 0)
+	end := l.AppendedLSN()
+	require.NoError(t, l.Close())
+	segs := segments(t, mem)
+	require.NoError(t, mem.Remove(filepath.Join(logDir, segs[2])))
+	_, err := wal.Open(logDir, opts)
+	require.ErrorIs(t, err, wal.ErrCorrupt, "the link alone is reported")
+
+	b := fileBytes(t, mem, segs[1])
+	b[len(b)-1] = 1
+	setFile(t, mem, segs[1], b)
+	l2, err := wal.Open(logDir, opts)
+	if err == nil {
+		info := l2.Recovered()
+		l2.Close()
+		t.Fatalf("%s missing and one stray byte after the link in %s: Open nil, log ends at LSN %d (was %d), TornBytes %d",
+			segs[2], segs[1], info.EndLSN, end, info.TornBytes)
+	}
+	require.ErrorIs(t, err, wal.ErrCorrupt)
+}
+
+// TestMissingFirstLSNAndOldestSegment (double fault, low): Open writes a
+// missing first-lsn from the oldest segment present, assuming "only a crash
+// between creating the log's first segment and recording its start" leaves
+// a v2 log without it. That crash leaves only segment 0; a v2 log without
+// first-lsn whose oldest segment starts above 0 has lost both, and the
+// oldest segment's loss is then recorded as the log's start.
+//
+// Sequence: three 4 KiB segments, never RemoveBefore; first-lsn and
+// segment 0 both vanish (a copy of *.wal that missed the oldest file).
+// Expected: ErrCorrupt. Happens: Open nil, FirstLSN > 0, first-lsn rewritten.
+func TestMissingFirstLSNAndOldestSegment(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := wal.Options{FS: mem, SegmentSize: 4 << 10}
+	l := openLog(t, mem, opts)
+	appendUntilSegments(t, l, mem, 3, 0)
+	require.NoError(t, l.Close())
+	segs := segments(t, mem)
+	require.NoError(t, mem.Remove(filepath.Join(logDir, "first-lsn")))
+	require.NoError(t, mem.Remove(filepath.Join(logDir, segs[0])))
+	l2, err := wal.Open(logDir, opts)
+	if err == nil {
+		info := l2.Recovered()
+		l2.Close()
+		t.Fatalf("first-lsn and %s missing, log never trimmed: Open nil, FirstLSN %d", segs[0], info.FirstLSN)
+	}
+	require.ErrorIs(t, err, wal.ErrCorrupt)
+}
+
+// TestFailedSyncOfZeroedTailDoesNotResurrectCutRecords (fsyncgate inside
+// recovery): Open quarantines a torn tail, zeroes it and syncs. If that sync
+// fails (EIO) Open fails, as it should — but Linux has now marked the zeroed
+// pages clean while the disk still holds the old tail. The next Open, in a
+// fresh process as the README advises, reads zeros from the page cache,
+// sees no torn tail, rewrites only the unvouched frames (not the zeros) and
+// its sync writes nothing there. New records go on at the cut LSN; after a
+// power loss the old frames that Open #1 had cut reappear right after them,
+// at their own LSNs, whenever a new frame ends where an old one began
+// (always, with fixed-size records).
+//
+// Sequence (MemFS models the failed sync: FailNextSync): SyncNever; ten
+// 100-byte records R0..R9, Sync after R4; crash image in which R7's header
+// sector is lost while R8 and R9 reached the disk (as a power loss that
+// writes sectors out of order leaves it): torn tail R7..R9. Open #1: the sync after zeroing the tail fails,
+// Open returns the error. Process crash; Open #2 nil (R0..R6); Append N7
+// (SyncEveryCommit) nil at R7's LSN; power loss. Expected: R0..R6, N7.
+// Happens: R0..R6, N7, R8, R9 — records cut as torn and never acknowledged
+// come back after an acknowledged one.
+func TestFailedSyncOfZeroedTailDoesNotResurrectCutRecords(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := wal.Options{FS: mem, SegmentSize: 64 << 10, Policy: policy.SyncNever()}
+	l := openLog(t, mem, opts)
+	var recs [][]byte
+	var lsns []wal.LSN
+	for i := range 10 {
+		rec := record(0, i, 100)
+		lsn, err := l.Append(rec)
+		require.NoError(t, err)
+		recs, lsns = append(recs, rec), append(lsns, lsn)
+		if i == 4 {
+			require.NoError(t, l.Sync())
+		}
+	}
+	img := mem.ProcessCrash()
+	require.NoError(t, l.Close())
+	seg := segments(t, img)[0]
+	b := fileBytes(t, img, seg)
+	xoff := int64(segHeader + int(lsns[7]))
+	clear(b[xoff : xoff+frameHeader]) // R7's header never reached the disk
+	setFile(t, img, seg, b)
+
+	// Open #1: the sync that follows the zeroing of the torn tail fails.
+	var zeroed atomic.Bool
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpWrite && strings.HasSuffix(op.Path, seg) && op.Offset == xoff {
+			zeroed.Store(true)
+		}
+		if op.Kind == faultfs.OpSync && strings.HasSuffix(op.Path, seg) && zeroed.Load() {
+			img.FailNextSync(syscall.EIO)
+		}
+		return nil
+	})
+	o1 := opts
+	o1.FS = faultfs.Inject(img, inj)
+	_, err := wal.Open(logDir, o1)
+	require.ErrorIs(t, err, syscall.EIO, "Open #1 fails at the sync of the zeroed tail")
+
+	// Open #2 in a fresh process: one acknowledged durable record at R7's LSN.
+	img2 := img.ProcessCrash()
+	o2 := wal.Options{FS: img2, SegmentSize: 64 << 10}
+	l2, err := wal.Open(logDir, o2)
+	require.NoError(t, err)
+	_, got := readAll(t, l2, 0)
+	require.Equal(t, recs[:7], got)
+	n7 := record(1, 7, 100)
+	lsn, err := l2.Append(n7)
+	require.NoError(t, err)
+	require.Equal(t, lsns[7], lsn)
+
+	lost := img2.PowerLoss(vfs.DropAll())
+	require.NoError(t, l2.Close())
+	o3 := o2
+	o3.FS = lost
+	l3, err := wal.Open(logDir, o3)
+	require.NoError(t, err)
+	gotLSNs, got := readAll(t, l3, 0)
+	require.NoError(t, l3.Close())
+	require.Equal(t, append(append([][]byte{}, recs[:7]...), n7), got,
+		"after the power loss: %d records at LSNs %v; records past N7 were cut as torn by Open #1 and never acknowledged", len(got), gotLSNs)
+}
+
+// TestOversizedSegmentRejectedBeforeRead (low): the header of every
+// segment records the size it was created with, and a file of another size
+// is damage. But Open reads the whole file into memory (readSegment) before
+// it compares the sizes (checkSegmentHeader), so a segment file extended by
+// something other than the log — a sparse truncate -s, a copy tool padding
+// it — costs Open as much memory as the file claims. Here a 4 KiB segment
+// extended (sparsely) to 256 MiB makes Open allocate and read 256 MiB before it
+// returns the expected ErrCorrupt; a file extended to more than RAM (vm
+// overcommit 0 refuses it) ends the process with "fatal error: out of
+// memory" instead of an error.
+//
+// Expected: ErrCorrupt after reading the header (a few KiB). Happens:
+// ErrCorrupt after allocating ≥ 256 MiB.
+func TestOversizedSegmentRejectedBeforeRead(t *testing.T) {
+	dir := t.TempDir()
+	opts := wal.Options{SegmentSize: 4 << 10}
+	l, err := wal.Open(dir, opts)
+	require.NoError(t, err)
+	_, err = l.Append([]byte("hello"))
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	require.NoError(t, os.Truncate(filepath.Join(dir, "00000000000000000000.wal"), 256<<20))
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = wal.Open(dir, opts)
+	runtime.ReadMemStats(&after)
+	require.ErrorIs(t, err, wal.ErrCorrupt)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	require.Less(t, allocated, uint64(64<<20), "Open allocated %d MiB to reject a segment whose header says 4 KiB", allocated>>20)
+}
+
+// Segments written before the header recorded the file size (field 0) still
+// open: 0 means "not recorded", not "created empty".
+func TestSegmentWithoutRecordedSize(t *testing.T) {
+	mem := vfs.NewMem()
+	l := openLog(t, mem, wal.Options{})
+	_, err := l.Append(record(1, 0, 100))
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	seg := segments(t, mem)[0]
+	b := fileBytes(t, mem, seg)
+	binary.LittleEndian.PutUint32(b[12:16], 0)
+	binary.LittleEndian.PutUint64(b[56:64], xxhash.Sum64(b[:56]))
+	setFile(t, mem, seg, b)
+	_, recs, _ := replay(t, mem, wal.Options{SegmentSize: testSegmentSize})
+	require.Equal(t, [][]byte{record(1, 0, 100)}, recs)
 }

@@ -306,3 +306,49 @@ func TestRollSealFailurePoisons(t *testing.T) {
 	wg.Wait()
 	require.ErrorIs(t, l.Close(), wal.ErrPoisoned)
 }
+
+// TestEmptySmallSegmentTakesLargeRecordAfterResize (low): Options says
+// "A log reopened with another SegmentSize keeps its existing segments as
+// they are", and MaxRecordSize is checked against the new SegmentSize. When
+// the last segment is empty (a log created and closed before its first
+// record, or a crash right after a roll installed the next segment) and was
+// made with a smaller SegmentSize, a record that fits the new size but not
+// the old one never gets in: reserveLocked refuses to roll away from an
+// empty segment ("rolling would never end") and returns ErrRecordTooLarge,
+// on every try, although the next segment would be made at the new size.
+//
+// Sequence: Open with SegmentSize 4 KiB, Close (no record); reopen with
+// 64 KiB; Append a 10 KiB record (MaxRecordSize allows 64 KiB-112).
+// Expected: nil (a roll to a 64 KiB segment). Happens: ErrRecordTooLarge.
+func TestEmptySmallSegmentTakesLargeRecordAfterResize(t *testing.T) {
+	mem := vfs.NewMem()
+	l := openLog(t, mem, wal.Options{SegmentSize: 4 << 10})
+	require.NoError(t, l.Close())
+	l = openLog(t, mem, wal.Options{SegmentSize: 64 << 10})
+	defer l.Close()
+	_, err := l.Append(record(0, 0, 10<<10))
+	require.NoError(t, err, "a 10 KiB record under SegmentSize 64 KiB")
+}
+
+// An older segment whose size is not a multiple of the direct-I/O alignment,
+// reopened with O_DIRECT, leaves its unaligned end unused: a frame that fits
+// the file but ends past the last whole block must roll, not panic in the
+// flush leader.
+func TestDirectIOUnalignedSegmentFrameRolls(t *testing.T) {
+	mem := vfs.NewMem()
+	mem.SetDirectIOAlignment(4096)
+	l := openLog(t, mem, wal.Options{SegmentSize: 8200}) // a multiple of 8, not of 4096
+	for i := range 7 {                                   // frames of 1024 bytes end at offset 7200
+		_, err := l.Append(record(3, i, 1000))
+		require.NoError(t, err)
+	}
+	require.NoError(t, l.Close())
+	l = openLog(t, mem, wal.Options{SyncMethod: vfs.ODirect, SegmentSize: 8192})
+	_, err := l.Append(record(3, 7, 976)) // a 1000-byte frame ending at 8200: past the 8192 limit
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), l.Stats().Rolls)
+	require.NoError(t, l.Close())
+	_, recs, _ := replay(t, mem, wal.Options{})
+	require.Len(t, recs, 8)
+	require.Equal(t, record(3, 7, 976), recs[7])
+}

@@ -7,6 +7,7 @@ package wal_test
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -92,4 +93,75 @@ func TestSegmentWaitsCounted(t *testing.T) {
 	require.Equal(t, uint64(1), s.Prepare.Allocated, "the first segment is allocated, the next zero-filled where commits write")
 	require.Equal(t, uint64(segSize), s.Prepare.PrepareBytes, "zeros only for the zero-filled one")
 	require.Positive(t, s.Prepare.PrepareTime)
+}
+
+// TestRecoveryBytesReadCountsEveryRead: RecoveryInfo.BytesRead is "the
+// number of bytes of segment files Open read", but Open read every
+// segment's header once more before checking the segments (a stray short
+// file is reported as itself), and those reads, like the second read of a
+// last segment that a live writer changed under OpenReadOnly and the read
+// of the segment an interrupted TruncateFrom left, were not counted: 32
+// bytes per segment went missing from the figure.
+//
+// Sequence: a clean log of 7 segments of 64 KiB; Open and OpenReadOnly
+// through an FS counting the bytes read from segment files, with and
+// without VerifyOnOpen, and once more with a TruncateFrom's record left
+// (its segment is read before the scan). Expected: BytesRead equals the
+// count. Happened: it was 7×32 = 224 bytes short.
+func TestRecoveryBytesReadCountsEveryRead(t *testing.T) {
+	opts := wal.Options{SegmentSize: 64 << 10, Policy: policy.SyncNever()}
+	sizes := make([]int, 600)
+	for i := range sizes {
+		sizes[i] = 500 + i%300
+	}
+	w := writeLog(t, opts, sizes)
+	require.Greater(t, len(segments(t, w.mem)), 5)
+	counted := func(fsys vfs.FS) (vfs.FS, *atomic.Int64) {
+		var n atomic.Int64
+		return faultfs.Inject(fsys, faultfs.InjectorFunc(func(op faultfs.Op) error {
+			if op.Kind == faultfs.OpRead && strings.HasSuffix(op.Path, ".wal") {
+				n.Add(int64(op.Len))
+			}
+			return nil
+		})), &n
+	}
+	for _, verify := range []bool{false, true} {
+		for _, readOnly := range []bool{true, false} {
+			fsys, n := counted(w.mem.ProcessCrash())
+			o := opts
+			o.FS, o.VerifyOnOpen = fsys, verify
+			open := wal.Open
+			if readOnly {
+				open = wal.OpenReadOnly
+			}
+			l, err := open(logDir, o)
+			require.NoError(t, err)
+			require.Equal(t, n.Load(), l.Recovered().BytesRead, "VerifyOnOpen %v, read-only %v", verify, readOnly)
+			require.NoError(t, l.Close())
+		}
+	}
+
+	// A cut a crash kept TruncateFrom from finishing: Open reads the
+	// segment holding it before the scan, to zero the dropped frames.
+	mem := w.mem.ProcessCrash()
+	var armed, cutting atomic.Bool
+	l := openLog(t, faultfs.Inject(mem, faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpRename && strings.HasPrefix(filepath.Base(op.Path), "truncate-lsn") && armed.Load() {
+			cutting.Store(true) // the cut is recorded: fail its first write
+		} else if op.Kind == faultfs.OpWrite && cutting.Load() {
+			return faultfs.ErrInjected
+		}
+		return nil
+	})), opts)
+	armed.Store(true)
+	require.ErrorIs(t, l.TruncateFrom(w.lsns[len(w.lsns)-40]), wal.ErrPoisoned)
+	img := mem.ProcessCrash()
+	l.Close()
+	fsys, n := counted(img)
+	o := opts
+	o.FS = fsys
+	l, err := wal.Open(logDir, o)
+	require.NoError(t, err)
+	require.Equal(t, n.Load(), l.Recovered().BytesRead, "with a cut to finish")
+	require.NoError(t, l.Close())
 }

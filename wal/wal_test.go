@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
@@ -507,4 +508,67 @@ func TestStatsCount(t *testing.T) {
 	assert.False(t, s.Poisoned)
 	require.NoError(t, l.Close())
 	assert.Equal(t, fmt.Sprint(l.AppendedLSN()), l.AppendedLSN().String())
+}
+
+// A batch cancelled after some of its records were appended must not say
+// "not appended": it returns a *BatchError with the count, and exactly those
+// records are in the log.
+func TestAppendBatchCancelledMidway(t *testing.T) {
+	mem := vfs.NewMem()
+	gate := newSyncGate()
+	l := openLog(t, &hookFS{FS: mem, beforeSync: gate.hold}, wal.Options{BufferSize: 4096})
+	gate.arm(true)
+	done := make(chan error, 1)
+	go func() { _, err := l.Append(record(1, 0, 100)); done <- err }()
+	gate.waitEntered(t) // a flush is in flight, held in its sync
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	first, err := l.AppendBatchContext(ctx, [][]byte{record(2, 0, 3000), record(2, 1, 3000)})
+	var be *wal.BatchError
+	require.ErrorAs(t, err, &be)
+	require.NotErrorIs(t, err, wal.ErrNotAppended)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, 1, be.Appended)
+	require.Equal(t, first, be.First)
+	gate.arm(false)
+	close(gate.release)
+	require.NoError(t, <-done)
+	require.NoError(t, l.Close())
+	lsns, recs, _ := replay(t, mem, wal.Options{})
+	var found []wal.LSN
+	for i, r := range recs {
+		if bytes.Equal(r, record(2, 0, 3000)) || bytes.Equal(r, record(2, 1, 3000)) {
+			found = append(found, lsns[i])
+		}
+	}
+	require.Equal(t, []wal.LSN{first}, found, "exactly the first batch record is in the log")
+}
+
+// The context ending before the first record got an LSN (here: waiting for
+// log-buffer space) is ErrNotAppended, and that record is not in the log.
+func TestAppendNotAppended(t *testing.T) {
+	mem := vfs.NewMem()
+	gate := newSyncGate()
+	l := openLog(t, &hookFS{FS: mem, beforeSync: gate.hold}, wal.Options{BufferSize: 4096})
+	gate.arm(true)
+	done := make(chan error, 2)
+	go func() { _, err := l.Append(record(1, 0, 3000)); done <- err }()
+	gate.waitEntered(t) // the first flush holds its sync
+	go func() { _, err := l.Append(record(1, 1, 3000)); done <- err }()
+	waitFor(t, "the second record in the log buffer", func() bool { return l.Stats().AppendRequests == 2 })
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := l.AppendContext(ctx, record(9, 0, 3000)) // the buffer is full: it waits, then gives up
+	require.ErrorIs(t, err, wal.ErrNotAppended)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	gate.arm(false)
+	close(gate.release)
+	require.NoError(t, <-done)
+	require.NoError(t, <-done)
+	require.NoError(t, l.Close())
+	_, recs, _ := replay(t, mem, wal.Options{})
+	require.Len(t, recs, 2)
+	for _, r := range recs {
+		require.False(t, bytes.Equal(r, record(9, 0, 3000)), "ErrNotAppended, yet the record is in the log")
+	}
 }

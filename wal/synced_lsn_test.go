@@ -1,7 +1,7 @@
 package wal_test
 
-// Adversarial review: places where the log reports or serves something as
-// durable that a power loss could still take.
+// The synced LSN: the log never reports or serves as durable what a power
+// loss could still take.
 
 import (
 	"io"
@@ -22,7 +22,7 @@ import (
 // documented as "SyncEveryCommit's durability": a commit returns after the
 // write of a group that also syncs, and a failed sync fails the group's
 // commits. But the roll's background seal ends with q.Advance(written,
-// synced) (flush.go sealInBackground), which wakes every follower waiting
+// synced) (roll.go sealInBackground), which wakes every follower waiting
 // for the write, and written may already include a group whose leader has
 // written it and waits for syncMu to sync it. That follower returns nil; the
 // leader's sync then fails, and a power loss takes the record whose commit

@@ -684,3 +684,61 @@ func TestSealHeaderDamageDroppedSilently(t *testing.T) {
 	}
 	require.NoError(t, l.Close())
 }
+
+// TestMissingLinkRepairedAtOpen (low): a roll installs
+// the new segment durably and only then writes the link into the finished
+// one. A crash between the two is recovered without error, as it should be,
+// but Open never writes the missing link (it knows the successor exists:
+// the successor's name is the link's content). From then on the protection
+// the link gives is gone for good: if the last segment later vanishes, Open
+// returns nil without its records.
+//
+// Sequence: 4 KiB segments, SyncEveryCommit; process crash just as the first
+// roll's sealing opens the finished segment to write the link; Open (nil);
+// append three records (into the new segment, which holds the few appended
+// while the sealing ran), Close; the last segment vanishes.
+// Expected: ErrCorrupt naming it. Happens: Open nil, the ten acknowledged
+// records are gone and their LSNs are handed out again.
+func TestMissingLinkRepairedAtOpen(t *testing.T) {
+	mem := vfs.NewMem()
+	var crashed atomic.Pointer[vfs.MemFS]
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if crashed.Load() == nil && op.Kind == faultfs.OpOpenReadWrite && strings.HasSuffix(op.Path, "00000000000000000000.wal") {
+			crashed.Store(mem.ProcessCrash()) // the successor is installed, the link not yet written
+		}
+		return nil
+	})
+	opts := wal.Options{SegmentSize: 4 << 10}
+	l := openLog(t, faultfs.Inject(mem, inj), opts)
+	// Stop at the first roll: its sealing runs in the background (Close
+	// waits for it), and the new segment keeps room for what follows.
+	for i := 0; l.Stats().Rolls == 0; i++ {
+		_, err := l.Append(record(0, i, 300))
+		require.NoError(t, err)
+		require.Less(t, i, 50)
+	}
+	require.NoError(t, l.Close())
+
+	img := crashed.Load()
+	require.NotNil(t, img, "the roll's sealing opened the finished segment")
+	l = openLog(t, img, opts)
+	require.Len(t, segments(t, img), 2)
+	// No link to trust the sealed segment by: Open checked its frames.
+	require.Equal(t, 1, l.Recovered().VerifiedSegments)
+	require.Zero(t, l.Recovered().TrustedSegments)
+	appendN(t, l, 1, 3, 100)
+	end := l.AppendedLSN()
+	require.NoError(t, l.Close())
+	segs := segments(t, img)
+	require.Len(t, segs, 2)
+	require.NoError(t, img.Remove(filepath.Join(logDir, segs[1])))
+	o := opts
+	o.FS = img
+	l2, err := wal.Open(logDir, o)
+	if err == nil {
+		info := l2.Recovered()
+		l2.Close()
+		t.Fatalf("%s missing: Open nil, log ends at LSN %d (was %d)", segs[1], info.EndLSN, end)
+	}
+	require.ErrorIs(t, err, wal.ErrCorrupt)
+}

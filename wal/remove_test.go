@@ -1,0 +1,169 @@
+package wal_test
+
+import (
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/durawal/durawal/wal"
+	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRemoveBeforeDirSyncFailureKeepsListTrue: RemoveBefore
+// removes a segment, then syncs the directory, and only then drops the
+// segment from l.segs.firsts. When the directory sync fails, the file is gone
+// but the log still lists it as its oldest segment, and the log is not
+// poisoned (it keeps taking appends).
+//
+// Sequence: 60 records over several 4 KiB segments; the directory sync
+// after the first removal fails, RemoveBefore returns the error. Then, with
+// the filesystem healthy again: RemoveBefore(same LSN) fails again with
+// "file does not exist", and so does every later call (it retries the
+// Remove of the file already removed); NewReader(FirstLSN) returns a raw
+// ENOENT from the filesystem instead of a Reader or ErrNotFound. Expected:
+// the retry succeeds (or the error path keeps the list in step with the
+// directory) and NewReader of the oldest kept LSN works.
+func TestRemoveBeforeDirSyncFailureKeepsListTrue(t *testing.T) {
+	mem := vfs.NewMem()
+	var armed, removed atomic.Bool
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if !armed.Load() {
+			return nil
+		}
+		if op.Kind == faultfs.OpRemove && strings.HasSuffix(op.Path, ".wal") {
+			removed.Store(true)
+		}
+		if op.Kind == faultfs.OpSyncDir && removed.Load() {
+			armed.Store(false)
+			return syscall.EIO
+		}
+		return nil
+	})
+	opts := wal.Options{SegmentSize: 4 << 10, FS: faultfs.Inject(mem, inj)}
+	l := openLog(t, opts.FS, opts)
+	defer l.Close()
+	last := appendN(t, l, 0, 60, 300)[59]
+	armed.Store(true)
+	_, err := l.RemoveBefore(last)
+	require.ErrorIs(t, err, syscall.EIO)
+
+	// The filesystem works again.
+	first := l.Recovered().FirstLSN
+	kept, err := l.RemoveBefore(last)
+	assert.NoError(t, err, "retrying RemoveBefore once the directory sync works")
+	if err != nil {
+		kept = first // what the log still reports as its oldest kept LSN
+	}
+	r, err := l.NewReader(kept)
+	if assert.NoError(t, err, "a Reader from the oldest kept LSN %d", kept) {
+		r.Close()
+	}
+	_, err = l.Append([]byte("still usable"))
+	require.NoError(t, err)
+}
+
+// TestRemoveBeforeOnFullDisk (ZooKeeper/Kafka disk-full): when the disk
+// is full, Append returns ErrNoSpace and the README says the log "works
+// again once space is freed"; RemoveBefore is the log's own way to free
+// space. But RemoveBefore first records the new start in first-lsn by
+// writing a new file (first-lsn.wal.tmp) — which needs a free data block —
+// and refuses to remove anything when that write fails. On a full disk it
+// can never free space. Deleting the oldest segments by hand instead makes
+// every later Open fail (first-lsn says they must be there). The log is
+// stuck until the operator frees space elsewhere.
+//
+// Sequence: 4 KiB segments, 60 records (several segments); the disk fills
+// (no file can be created: ENOSPC; writes into existing,
+// preallocated segments still work); Append returns ErrNoSpace;
+// RemoveBefore(an LSN in the last segment). Expected: old segments removed,
+// space freed. Happens: RemoveBefore fails with ENOSPC and removes nothing.
+func TestRemoveBeforeOnFullDisk(t *testing.T) {
+	mem := vfs.NewMem()
+	var full atomic.Bool
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		// A full disk: no new file can be made, and no file created since
+		// can grow. Writes into blocks that exist (a segment prepared
+		// before, first-lsn) still work.
+		if full.Load() && op.Kind == faultfs.OpCreate {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	opts := wal.Options{SegmentSize: 4 << 10, NoSpaceTimeout: 50 * time.Millisecond, FS: faultfs.Inject(mem, inj)}
+	l := openLog(t, opts.FS, opts)
+	defer l.Close()
+	last := appendN(t, l, 0, 60, 300)[59]
+	before := len(segments(t, mem))
+	full.Store(true)
+	var err error
+	for i := 0; err == nil && i < 100; i++ {
+		_, err = l.Append(record(1, i, 300))
+	}
+	require.ErrorIs(t, err, wal.ErrNoSpace, "the disk is full")
+
+	_, err = l.RemoveBefore(last)
+	require.NoError(t, err, "RemoveBefore on a full disk: the only way the log offers to free space")
+	require.Less(t, len(segments(t, mem)), before)
+}
+
+// TestCloseWaitsForRemoveBefore (concurrency, low): RemoveBefore
+// checks l.closed once and then removes files under segsMu, which Close
+// never takes. Close returns, and releases the directory lock, while a
+// RemoveBefore is still deleting segments. A second Log opened on the
+// directory in that window (the lock is free) lists the segments, and the
+// first Log's RemoveBefore then deletes files out from under it: its oldest
+// segment is gone and NewReader(Recovered().FirstLSN) fails with a raw
+// ENOENT.
+//
+// Sequence: several 4 KiB segments; RemoveBefore runs and is held as it
+// creates first-lsn.wal.tmp (before any removal); Close() returns nil; Open of the
+// same directory succeeds; RemoveBefore resumes and returns. Expected: Close
+// waits for RemoveBefore (or RemoveBefore stops at Close), so the second Log
+// owns the directory alone. Happens: the second Log's oldest segment is
+// deleted by the first Log after the second opened.
+func TestCloseWaitsForRemoveBefore(t *testing.T) {
+	mem := vfs.NewMem()
+	var armed atomic.Bool
+	held, release := make(chan struct{}), make(chan struct{})
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		// Hold RemoveBefore as it removes its first segment.
+		if op.Kind == faultfs.OpRemove && strings.HasSuffix(op.Path, ".wal") && armed.CompareAndSwap(true, false) {
+			close(held)
+			<-release
+		}
+		return nil
+	})
+	opts := wal.Options{SegmentSize: 4 << 10, FS: faultfs.Inject(mem, inj)}
+	l := openLog(t, opts.FS, opts)
+	last := appendN(t, l, 0, 60, 300)[59]
+	armed.Store(true)
+	rbDone := make(chan error, 1)
+	go func() {
+		_, err := l.RemoveBefore(last)
+		rbDone <- err
+	}()
+	<-held
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close() }()
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+	case <-time.After(2 * time.Second):
+		close(release)
+		<-rbDone
+		return // Close waited for RemoveBefore: the expected behaviour
+	}
+	l2 := openLog(t, mem, wal.Options{SegmentSize: 4 << 10})
+	defer l2.Close()
+	close(release)
+	<-rbDone
+	first := l2.Recovered().FirstLSN
+	r, err := l2.NewReader(first)
+	require.NoError(t, err, "Close returned and a second Log opened the directory while the first Log's RemoveBefore was still removing segments; the second Log's oldest segment (LSN %d) was deleted under it", first)
+	r.Close()
+}
