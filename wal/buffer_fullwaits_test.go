@@ -84,7 +84,8 @@ func TestBufferFullWaitsCountsEveryWaitingAppend(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return waiting.Load() == n }, 5*time.Second, time.Millisecond)
 	before := l.AppendedLSN()
-	time.Sleep(50 * time.Millisecond) // all n are blocked on the full buffer
+	require.Eventually(t, func() bool { return l.Stats().BufferFullWaits >= uint64(n) }, 5*time.Second, time.Millisecond,
+		"all %d wait for the other half's write", n)
 	require.Equal(t, before, l.AppendedLSN(), "none of the %d appended: they wait", n)
 	bfw := l.Stats().BufferFullWaits
 	h.hold.Store(false)

@@ -15,6 +15,10 @@ func WithUnsafeRetrySync(o Options) Options {
 	return o
 }
 
+// TailWaiting reports whether a Reader waits (in Follow) for the log to
+// grow: the signal a test waits for instead of sleeping.
+func TailWaiting(l *Log) bool { return l.tail.waiting.Load() }
+
 // The format versions this build writes: for a zero-filled segment and for
 // a recycled one.
 const (

@@ -453,7 +453,7 @@ func TestReaderFollow(t *testing.T) {
 		}
 		done <- seen
 	}()
-	time.Sleep(20 * time.Millisecond)
+	require.Eventually(t, func() bool { return wal.TailWaiting(l) }, 5*time.Second, time.Millisecond, "the durable reader waits for the sync")
 	require.NoError(t, l.Sync())
 	select {
 	case seen := <-done:

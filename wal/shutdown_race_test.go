@@ -40,7 +40,7 @@ func TestFollowWokenByTruncateFrom(t *testing.T) {
 		_, _, err := r.Follow(ctx)
 		got <- err
 	}()
-	time.Sleep(50 * time.Millisecond) // the reader waits at the tail
+	require.Eventually(t, func() bool { return wal.TailWaiting(l) }, 5*time.Second, time.Millisecond, "the reader waits at the tail")
 	require.NoError(t, l.TruncateFrom(lsns[5]))
 	select {
 	case err := <-got:
