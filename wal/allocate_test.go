@@ -3,6 +3,7 @@
 package wal_test
 
 import (
+	"errors"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -88,7 +89,7 @@ func TestSegmentsZeroFilledWhereAllocateIsUnsupported(t *testing.T) {
 	const segSize = 8 << 10
 	mem := vfs.NewMem()
 	opts := wal.Options{SegmentSize: segSize, Policy: policy.BufferedInterval(time.Millisecond, time.Millisecond)}
-	l := openLog(t, noAllocFS{mem}, opts)
+	l := openLog(t, faultfs.Inject(mem, faultfs.OnKind(faultfs.OpAllocate, errors.ErrUnsupported)), opts)
 	lsns := appendN(t, l, 1, 100, 300)
 	require.NoError(t, l.Close())
 	st := l.Stats().Prepare
@@ -98,27 +99,6 @@ func TestSegmentsZeroFilledWhereAllocateIsUnsupported(t *testing.T) {
 	got, _, _ := replay(t, mem, opts)
 	require.Equal(t, lsns, got)
 }
-
-// noAllocFS is an FS whose files do not implement vfs.Allocator.
-type noAllocFS struct{ vfs.FS }
-
-func (n noAllocFS) Create(name string, m vfs.SyncMethod) (vfs.File, error) {
-	f, err := n.FS.Create(name, m)
-	if f != nil {
-		f = noAllocFile{f}
-	}
-	return f, err
-}
-
-func (n noAllocFS) OpenReadWrite(name string, m vfs.SyncMethod) (vfs.File, error) {
-	f, err := n.FS.OpenReadWrite(name, m)
-	if f != nil {
-		f = noAllocFile{f}
-	}
-	return f, err
-}
-
-type noAllocFile struct{ vfs.File }
 
 // TestOpenAllocateFails: a new log whose first segment cannot be allocated
 // fails to open with the cause (ErrNoSpace for ENOSPC, not for EIO), leaves
