@@ -35,16 +35,7 @@ func sessionCheck(t *testing.T, img vfs.FS, opts wal.Options, h *sessionHistory,
 	for start < len(h.lsns) && h.lsns[start] < info.FirstLSN {
 		start++
 	}
-	require.LessOrEqual(t, start+len(got), len(h.recs), "%s: more records than appended (info %+v)", what, info)
-	for i := range got {
-		if h.lsns[start+i] != lsns[i] || !bytes.Equal(h.recs[start+i], got[i]) {
-			require.Equal(t, h.lsns[start+i], lsns[i], "%s: record %d at the wrong LSN (info %+v)", what, start+i, info)
-			require.Equal(t, len(h.recs[start+i]), len(got[i]), "%s: record %d LSN %d wrong size (info %+v)", what, start+i, lsns[i], info)
-			require.True(t, false, "%s: record %d at LSN %d not byte-identical (info %+v)", what, start+i, lsns[i], info)
-		}
-	}
-	require.GreaterOrEqual(t, start+len(got), h.acked, "%s: lost an acked record (info %+v)", what, info)
-	n := start + len(got)
+	n := requireRecoveredRun(t, fmt.Sprintf("%s (info %+v)", what, info), lsns, got, h.lsns, h.recs, start, h.acked)
 	h.lsns, h.recs = h.lsns[:n:n], h.recs[:n:n]
 	h.acked = n
 	return l

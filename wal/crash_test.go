@@ -1,7 +1,6 @@
 package wal_test
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -96,14 +95,7 @@ func checkRecoveredDepth(t *testing.T, img vfs.FS, opts wal.Options, h *history,
 	for start < len(h.lsns) && h.lsns[start] < info.FirstLSN {
 		start++
 	}
-	require.LessOrEqual(t, start+len(got), len(h.recs), "%s: more records than appended", what)
-	for i := range got { // require only on a mismatch: this loop is hot
-		if h.lsns[start+i] != lsns[i] || !bytes.Equal(h.recs[start+i], got[i]) {
-			require.Equal(t, h.lsns[start+i], lsns[i], "%s: record %d at the wrong LSN", what, start+i)
-			require.Equal(t, h.recs[start+i], got[i], "%s: record %d not byte-identical", what, start+i)
-		}
-	}
-	require.GreaterOrEqual(t, start+len(got), h.acked, "%s: lost an acknowledged record (got %d of %d acked, start %d)", what, len(got), h.acked, start)
+	requireRecoveredRun(t, what, lsns, got, h.lsns, h.recs, start, h.acked)
 	if all {
 		require.Equal(t, len(h.recs), start+len(got), "%s: lost a written record", what)
 	}
