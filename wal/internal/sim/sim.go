@@ -599,6 +599,27 @@ func errClass(err error) string {
 	return "other"
 }
 
+// takeFrozen is what open does when a call did not return because the
+// injector froze the disk before an operation (a crash inside Open or the
+// read after it): it releases the held operations and makes the frozen
+// image the disk the next attempt opens, returning the crash's kind. If
+// nothing froze, the call waits for an operation held for another reason:
+// a violation (hung), and ok is false. traced is a format with one %s for
+// the crash.
+func (r *runner) takeFrozen(inj *injector, hung, traced string) (EndKind, bool) {
+	inj.mu.Lock()
+	frozen, fcrash := inj.image, inj.crash
+	inj.mu.Unlock()
+	inj.unblock()
+	if frozen == nil {
+		r.violate("%s", hung)
+		return 0, false
+	}
+	r.tracef(traced, fcrash)
+	r.mem = frozen
+	return fcrash.Kind, true
+}
+
 // open recovers the disk left by the previous run (crash says how it
 // ended) and returns the log of the next run, or nil with r.stop set.
 func (r *runner) open(run Run, crash EndKind, closedClean bool) (*wal.Log, *injector) {
@@ -632,17 +653,11 @@ func (r *runner) open(run Run, crash EndKind, closedClean bool) (*wal.Log, *inje
 			if r.stop {
 				return nil, nil
 			}
-			inj.mu.Lock()
-			frozen, fcrash := inj.image, inj.crash
-			inj.mu.Unlock()
-			inj.unblock()
-			if frozen == nil {
-				r.violate("%s waits for a held operation", what)
+			fcrash, ok := r.takeFrozen(inj, what+" waits for a held operation", what+": crash (%s) during Open")
+			if !ok {
 				return nil, nil
 			}
-			r.tracef("%s: crash (%s) during Open", what, fcrash)
-			r.mem = frozen
-			crash = max(crash, fcrash.Kind)
+			crash = max(crash, fcrash)
 			closedClean = false
 			continue
 		}
@@ -669,18 +684,12 @@ func (r *runner) open(run Run, crash EndKind, closedClean bool) (*wal.Log, *inje
 			if r.stop {
 				return nil, nil
 			}
-			inj.mu.Lock()
-			frozen, fcrash := inj.image, inj.crash
-			inj.mu.Unlock()
-			inj.unblock()
 			go l.Close()
-			if frozen == nil {
-				r.violate("%s: the read waits for a held operation", what)
+			fcrash, ok := r.takeFrozen(inj, what+": the read waits for a held operation", what+": crash (%s) while reading after Open")
+			if !ok {
 				return nil, nil
 			}
-			r.tracef("%s: crash (%s) while reading after Open", what, fcrash)
-			r.mem = frozen
-			crash = max(crash, fcrash.Kind)
+			crash = max(crash, fcrash)
 			closedClean = false
 			continue
 		}
