@@ -1,0 +1,521 @@
+// Package etcdraft keeps the state of an etcd raft node (go.etcd.io/raft/v3)
+// on a durawal log: the raft.Storage the library reads from, and the one
+// durable save per Ready that it requires of the application before any
+// message of that Ready is sent.
+//
+// etcd's raft leaves storage to the application. etcd itself pairs its wal
+// package (the durable record) with a raft.MemoryStorage (what raft reads);
+// a Storage here does the same with a wal.Log: every Save appends the
+// Ready's snapshot metadata, entries and hard state as records of one
+// batch, made durable by one fdatasync (wal.Log.AppendBatchContext under
+// policy.SyncEveryCommit), then applies them to the MemoryStorage it
+// embeds. Open replays the records into a fresh MemoryStorage.
+//
+// # Records
+//
+// Each record is one byte of kind and a protobuf message: 'E' a
+// raftpb.Entry, 'H' a raftpb.HardState, 'S' a raftpb.SnapshotMetadata. The
+// log is append-only, as etcd's wal is: an entry at an index already in the
+// log replaces that index and every later one when the records are replayed
+// (raft's conflicting suffix), so no save rewrites earlier bytes. Within a
+// save the order is snapshot, entries, hard state: a crash that tears the
+// batch keeps a prefix of it, and raft is safe with entries saved without
+// the hard state that followed them (nothing of that Ready was sent), never
+// with a hard state whose entries are missing.
+//
+// Snapshot data lives in files of a directory beside the log ("snap"),
+// written under a temporary name, synced and renamed before the record
+// that names them. Compact drops the records no replay needs any more
+// (whole segments, wal.Log.RemoveBefore) after appending the current
+// snapshot metadata and hard state again, so a replay always finds them.
+package etcdraft
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync"
+
+	"github.com/durawal/durawal/policy"
+	"github.com/durawal/durawal/wal"
+	"github.com/durawal/durawal/wal/vfs"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// Record kinds: the first byte of every record.
+const (
+	kindEntry     = 'E'
+	kindHardState = 'H'
+	kindSnapshot  = 'S'
+)
+
+// ErrCorrupt is matched by the error Open returns for a record this package
+// did not write (an unknown kind, a message that does not decode, entries
+// with a gap): the log itself is intact (wal verified every frame), but its
+// contents are not a raft log.
+var ErrCorrupt = errors.New("etcdraft: log is not a raft log")
+
+// Storage is a raft.Storage whose state survives crashes. Its read methods
+// (InitialState, Entries, Term, LastIndex, FirstIndex, Snapshot) are the
+// embedded MemoryStorage's and are safe for concurrent use with each other
+// and with Save, as raft requires. Save, CreateSnapshot, Compact and Close
+// are serialized by the Storage.
+type Storage struct {
+	*raft.MemoryStorage
+
+	dir string
+	fs  vfs.FS
+	log *wal.Log
+
+	mu      sync.Mutex
+	lsns    []wal.LSN // lsns[i]: the LSN of the record of entry first+i
+	first   uint64    // index of lsns[0]
+	snapLSN wal.LSN   // LSN of the newest snapshot record (0 if none)
+	hsLSN   wal.LSN   // LSN of the newest hard-state record (0 if none)
+}
+
+// Open opens or creates the storage in dir: the durawal log in dir/log
+// (opts is passed to wal.Open; its Policy is always SyncEveryCommit, as raft
+// needs every save durable before its messages go out) and snapshot files
+// in dir/snap. It replays the log into the MemoryStorage. Errors: those of
+// wal.Open (wal.ErrCorrupt for a damaged log, see the wal package), ErrCorrupt
+// for records that are not a raft log, and the filesystem's errors reading
+// a snapshot file.
+func Open(dir string, opts wal.Options) (*Storage, error) {
+	opts.Policy = policy.SyncEveryCommit()
+	if opts.FS == nil {
+		opts.FS = vfs.OS()
+	}
+	l, err := wal.Open(filepath.Join(dir, "log"), opts) // creates dir, durably
+	if err != nil {
+		return nil, err
+	}
+	s := &Storage{MemoryStorage: raft.NewMemoryStorage(), dir: dir, fs: opts.FS, log: l}
+	if err := s.fs.MkdirAll(filepath.Join(dir, "snap"), 0o755); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("etcdraft: %w", err)
+	}
+	if err := s.fs.SyncDir(dir); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("etcdraft: %w", err)
+	}
+	if err := s.replay(); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// replay rebuilds the MemoryStorage and the LSN index from the records.
+func (s *Storage) replay() error {
+	r, err := s.log.NewReader(s.log.FirstLSN())
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	var (
+		snap  *pb.SnapshotMetadata
+		hs    *pb.HardState
+		ents  []*pb.Entry
+		lsns  []wal.LSN
+		first uint64 // index of ents[0]
+	)
+	for {
+		lsn, rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if len(rec) == 0 {
+			return fmt.Errorf("%w: empty record at LSN %d", ErrCorrupt, lsn)
+		}
+		switch rec[0] {
+		case kindEntry:
+			e := new(pb.Entry)
+			if err := proto.Unmarshal(rec[1:], e); err != nil {
+				return fmt.Errorf("%w: entry at LSN %d: %v", ErrCorrupt, lsn, err)
+			}
+			i := e.GetIndex()
+			if snap != nil && i <= snap.GetIndex() {
+				continue // covered by the snapshot
+			}
+			switch {
+			case len(ents) == 0:
+				first = i
+			case i < first:
+				ents, lsns, first = ents[:0], lsns[:0], i
+			case i <= first+uint64(len(ents)):
+				ents, lsns = ents[:i-first], lsns[:i-first] // a conflicting suffix is replaced
+			default:
+				return fmt.Errorf("%w: entry %d at LSN %d follows entry %d", ErrCorrupt, i, lsn, first+uint64(len(ents))-1)
+			}
+			ents, lsns = append(ents, e), append(lsns, lsn)
+		case kindHardState:
+			h := new(pb.HardState)
+			if err := proto.Unmarshal(rec[1:], h); err != nil {
+				return fmt.Errorf("%w: hard state at LSN %d: %v", ErrCorrupt, lsn, err)
+			}
+			hs = h
+			s.hsLSN = lsn
+		case kindSnapshot:
+			m := new(pb.SnapshotMetadata)
+			if err := proto.Unmarshal(rec[1:], m); err != nil {
+				return fmt.Errorf("%w: snapshot metadata at LSN %d: %v", ErrCorrupt, lsn, err)
+			}
+			if snap != nil && m.GetIndex() < snap.GetIndex() {
+				continue // an older snapshot appended again
+			}
+			snap = m
+			s.snapLSN = lsn
+			// Entries up to the snapshot are covered by it.
+			if n := len(ents); n > 0 && first <= m.GetIndex() {
+				k := min(uint64(n), m.GetIndex()-first+1)
+				ents, lsns, first = ents[k:], lsns[k:], first+k
+			}
+		default:
+			return fmt.Errorf("%w: record of kind %q at LSN %d", ErrCorrupt, rec[0], lsn)
+		}
+	}
+	if snap != nil {
+		data, err := s.readSnapFile(snap)
+		if err != nil {
+			return fmt.Errorf("etcdraft: reading the snapshot at index %d: %w", snap.GetIndex(), err)
+		}
+		if err := s.MemoryStorage.ApplySnapshot(&pb.Snapshot{Metadata: snap, Data: data}); err != nil {
+			return err
+		}
+		if len(ents) > 0 && first != snap.GetIndex()+1 {
+			return fmt.Errorf("%w: entries resume at %d after the snapshot at %d", ErrCorrupt, first, snap.GetIndex())
+		}
+	}
+	if len(ents) > 0 {
+		if snap == nil && first != 1 {
+			return fmt.Errorf("%w: entries start at index %d with no snapshot before them", ErrCorrupt, first)
+		}
+		if err := s.MemoryStorage.Append(ents); err != nil {
+			return err
+		}
+	}
+	if hs != nil {
+		if err := s.MemoryStorage.SetHardState(hs); err != nil {
+			return err
+		}
+	}
+	s.lsns, s.first = lsns, first
+	return nil
+}
+
+// Save makes one Ready durable, as raft requires before any of the Ready's
+// messages is sent: snap (if not empty; its data first, in a synced file),
+// then entries (replacing any conflicting suffix), then hs (if not empty),
+// appended as one batch of records and made durable by one fdatasync, and
+// applied to the MemoryStorage only then. Errors: those of
+// wal.Log.AppendBatchContext (after which the log is poisoned: reopen the
+// Storage), the filesystem's writing a snapshot file, and
+// raft.ErrSnapOutOfDate for a snapshot older than the one kept.
+func (s *Storage) Save(hs *pb.HardState, entries []*pb.Entry, snap *pb.Snapshot) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	withSnap := snap != nil && snap.GetMetadata() != nil && (snap.GetMetadata().GetIndex() > 0 || snap.GetMetadata().GetConfState() != nil)
+	if err := s.checkEntries(entries, snap, withSnap); err != nil {
+		return err
+	}
+	var recs [][]byte
+	if withSnap {
+		// As MemoryStorage: a snapshot of index 0 carries only a
+		// configuration (a bootstrap), and is never out of date.
+		if cur, _ := s.MemoryStorage.Snapshot(); cur.GetMetadata().GetIndex() != 0 && cur.GetMetadata().GetIndex() >= snap.GetMetadata().GetIndex() {
+			return raft.ErrSnapOutOfDate
+		}
+		if err := s.writeSnapFile(snap); err != nil {
+			return err
+		}
+		rec, err := record(kindSnapshot, snap.GetMetadata())
+		if err != nil {
+			return err
+		}
+		recs = append(recs, rec)
+	}
+	for _, e := range entries {
+		rec, err := record(kindEntry, e)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, rec)
+	}
+	withHS := hs != nil && !raft.IsEmptyHardState(hs)
+	if withHS {
+		rec, err := record(kindHardState, hs)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, rec)
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	lsns := make([]wal.LSN, len(recs))
+	if _, err := s.log.AppendBatchLSNs(context.Background(), recs, lsns); err != nil {
+		return fmt.Errorf("etcdraft: saving: %w", err)
+	}
+	// Durable: now raft may read it.
+	k := 0
+	if withSnap {
+		if err := s.MemoryStorage.ApplySnapshot(snap); err != nil {
+			return err
+		}
+		s.snapLSN = lsns[0]
+		s.lsns, s.first = s.lsns[:0], snap.GetMetadata().GetIndex()+1
+		k = 1
+		s.removeOldSnaps(snap.GetMetadata())
+	}
+	if len(entries) > 0 {
+		if err := s.MemoryStorage.Append(entries); err != nil {
+			return err
+		}
+		fi, _ := s.MemoryStorage.FirstIndex()
+		for j, e := range entries {
+			i := e.GetIndex()
+			if i < fi {
+				continue // below the snapshot: MemoryStorage dropped it too
+			}
+			if len(s.lsns) == 0 || i < s.first || i-s.first > uint64(len(s.lsns)) {
+				s.lsns, s.first = s.lsns[:0], i
+			}
+			s.lsns = append(s.lsns[:i-s.first], lsns[k+j])
+		}
+	}
+	if withHS {
+		if err := s.MemoryStorage.SetHardState(hs); err != nil {
+			return err
+		}
+		s.hsLSN = lsns[len(lsns)-1]
+	}
+	return nil
+}
+
+// checkEntries refuses entries raft would never hand over, which
+// MemoryStorage.Append would panic on: entries not at consecutive indexes,
+// or starting past the entry after the last one (after snap, if it is
+// applied first). The error matches raft.ErrUnavailable.
+func (s *Storage) checkEntries(entries []*pb.Entry, snap *pb.Snapshot, withSnap bool) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	for i := 1; i < len(entries); i++ {
+		if entries[i].GetIndex() != entries[i-1].GetIndex()+1 {
+			return fmt.Errorf("etcdraft: entry %d follows entry %d: %w", entries[i].GetIndex(), entries[i-1].GetIndex(), raft.ErrUnavailable)
+		}
+	}
+	last, _ := s.MemoryStorage.LastIndex()
+	if withSnap {
+		last = snap.GetMetadata().GetIndex()
+	}
+	if entries[0].GetIndex() > last+1 {
+		return fmt.Errorf("etcdraft: entries start at %d after the last index %d: %w", entries[0].GetIndex(), last, raft.ErrUnavailable)
+	}
+	return nil
+}
+
+// ApplySnapshot saves snap durably and makes it the Storage's state (Save
+// with only a snapshot). A snapshot of index 0 carries only a configuration
+// (a bootstrap). Errors: raft.ErrSnapOutOfDate, and those of Save.
+func (s *Storage) ApplySnapshot(snap *pb.Snapshot) error { return s.Save(nil, nil, snap) }
+
+// Append saves entries durably, replacing any conflicting suffix (Save
+// with only entries). Errors: those of Save.
+func (s *Storage) Append(entries []*pb.Entry) error { return s.Save(nil, entries, nil) }
+
+// SetHardState saves st durably (Save with only a hard state). Errors:
+// those of Save.
+func (s *Storage) SetHardState(st *pb.HardState) error { return s.Save(st, nil, nil) }
+
+// CreateSnapshot makes a snapshot at index i (at most the last index) with
+// the configuration cs and the application's state data, durably: data in a
+// synced file, then a record of its metadata. raft then serves it to
+// followers that need entries before the first index. Errors:
+// raft.ErrSnapOutOfDate for i at or below the current snapshot's index,
+// raft.ErrUnavailable for i beyond the last index, and those of Save.
+func (s *Storage) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) (*pb.Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, _ := s.MemoryStorage.Snapshot(); i <= cur.GetMetadata().GetIndex() {
+		return nil, raft.ErrSnapOutOfDate
+	}
+	if last, _ := s.MemoryStorage.LastIndex(); i > last {
+		return nil, raft.ErrUnavailable
+	}
+	term, err := s.MemoryStorage.Term(i)
+	if err != nil {
+		return nil, err
+	}
+	snap := &pb.Snapshot{Data: data, Metadata: &pb.SnapshotMetadata{Index: proto.Uint64(i), Term: proto.Uint64(term), ConfState: cs}}
+	if err := s.writeSnapFile(snap); err != nil {
+		return nil, err
+	}
+	rec, err := record(kindSnapshot, snap.GetMetadata())
+	if err != nil {
+		return nil, err
+	}
+	lsn, err := s.log.AppendBatchContext(context.Background(), [][]byte{rec})
+	if err != nil {
+		return nil, fmt.Errorf("etcdraft: saving the snapshot: %w", err)
+	}
+	got, err := s.MemoryStorage.CreateSnapshot(i, cs, data)
+	if err != nil {
+		return nil, err
+	}
+	s.snapLSN = lsn
+	s.removeOldSnaps(snap.GetMetadata())
+	return got, nil
+}
+
+// Compact discards the entries before index i, which must be at most the
+// index of the current snapshot (CreateSnapshot first): raft then sends the
+// snapshot to a follower that needs them. The records no replay needs any
+// more are removed with their segments (wal.Log.RemoveBefore), after the
+// snapshot metadata and hard state are appended again so that the oldest
+// record kept is never needed for them. Errors: raft.ErrCompacted for i at
+// or below the first index minus one, raft.ErrUnavailable for i above the
+// snapshot's index, and the log's.
+func (s *Storage) Compact(i uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap, _ := s.MemoryStorage.Snapshot()
+	if i > snap.GetMetadata().GetIndex() {
+		return fmt.Errorf("etcdraft: compact to %d beyond the snapshot at %d: %w", i, snap.GetMetadata().GetIndex(), raft.ErrUnavailable)
+	}
+	if err := s.MemoryStorage.Compact(i); err != nil {
+		return err
+	}
+	var recs [][]byte
+	rec, err := record(kindSnapshot, snap.GetMetadata())
+	if err != nil {
+		return err
+	}
+	recs = append(recs, rec)
+	hs, _, _ := s.MemoryStorage.InitialState()
+	if !raft.IsEmptyHardState(hs) {
+		rec, err := record(kindHardState, hs)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, rec)
+	}
+	lsns := make([]wal.LSN, len(recs))
+	if _, err := s.log.AppendBatchLSNs(context.Background(), recs, lsns); err != nil {
+		return fmt.Errorf("etcdraft: compacting: %w", err)
+	}
+	s.snapLSN = lsns[0]
+	if len(recs) > 1 {
+		s.hsLSN = lsns[1]
+	}
+	// Replay needs the entries after the snapshot and these records.
+	keep := s.snapLSN
+	si := snap.GetMetadata().GetIndex()
+	if si+1 >= s.first && si+1-s.first < uint64(len(s.lsns)) {
+		keep = min(keep, s.lsns[si+1-s.first])
+	}
+	if si+1 > s.first {
+		drop := min(si+1-s.first, uint64(len(s.lsns)))
+		s.lsns, s.first = s.lsns[drop:], s.first+drop
+	}
+	if _, err := s.log.RemoveBefore(keep); err != nil {
+		return fmt.Errorf("etcdraft: compacting: %w", err)
+	}
+	return nil
+}
+
+// Close closes the log. The Storage must not be used after.
+func (s *Storage) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.log.Close()
+}
+
+// Log returns the durawal log under the Storage, for its Stats.
+func (s *Storage) Log() *wal.Log { return s.log }
+
+func record(kind byte, m proto.Message) ([]byte, error) {
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("etcdraft: encoding: %w", err)
+	}
+	return append([]byte{kind}, b...), nil
+}
+
+func (s *Storage) snapPath(term, index uint64) string {
+	return filepath.Join(s.dir, "snap", fmt.Sprintf("%016x-%016x.snap", term, index))
+}
+
+// writeSnapFile writes snap's data under its name: a temporary file,
+// synced, renamed, the directory synced.
+func (s *Storage) writeSnapFile(snap *pb.Snapshot) error {
+	m := snap.GetMetadata()
+	path := s.snapPath(m.GetTerm(), m.GetIndex())
+	tmp := path + ".tmp"
+	s.fs.Remove(tmp) // a leftover of a crash
+	f, err := s.fs.Create(tmp, vfs.Fdatasync)
+	if err != nil {
+		return fmt.Errorf("etcdraft: snapshot file: %w", err)
+	}
+	if _, err := f.WriteAt(bytes.Clone(snap.GetData()), 0); err != nil { // a file may keep or scramble what it is given
+		f.Close()
+		return fmt.Errorf("etcdraft: snapshot file: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("etcdraft: snapshot file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("etcdraft: snapshot file: %w", err)
+	}
+	if err := s.fs.Rename(tmp, path); err != nil {
+		return fmt.Errorf("etcdraft: snapshot file: %w", err)
+	}
+	if err := s.fs.SyncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("etcdraft: snapshot directory: %w", err)
+	}
+	return nil
+}
+
+// readSnapFile reads the data of the snapshot m names.
+func (s *Storage) readSnapFile(m *pb.SnapshotMetadata) ([]byte, error) {
+	f, err := s.fs.Open(s.snapPath(m.GetTerm(), m.GetIndex()))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	n, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, n)
+	if n == 0 {
+		return b, nil
+	}
+	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return b, nil
+}
+
+// removeOldSnaps removes the snapshot files other than m's, once m's record
+// is durable. A failure leaves a file behind; nothing reads it.
+func (s *Storage) removeOldSnaps(m *pb.SnapshotMetadata) {
+	dir := filepath.Join(s.dir, "snap")
+	names, _ := s.fs.List(dir)
+	keep := filepath.Base(s.snapPath(m.GetTerm(), m.GetIndex()))
+	for _, n := range names {
+		if n != keep {
+			s.fs.Remove(filepath.Join(dir, n))
+		}
+	}
+}
