@@ -14,14 +14,15 @@
 // # Records
 //
 // Each record is one byte of kind and a protobuf message: 'E' a
-// raftpb.Entry, 'H' a raftpb.HardState, 'S' a raftpb.SnapshotMetadata. The
-// log is append-only, as etcd's wal is: an entry at an index already in the
-// log replaces that index and every later one when the records are replayed
-// (raft's conflicting suffix), so no save rewrites earlier bytes. Within a
-// save the order is snapshot, entries, hard state: a crash that tears the
-// batch keeps a prefix of it, and raft is safe with entries saved without
-// the hard state that followed them (nothing of that Ready was sent), never
-// with a hard state whose entries are missing.
+// raftpb.Entry, 'H' a raftpb.HardState, 'S' a raftpb.SnapshotMetadata; the
+// kind of a save's last record carries a mark. The log is append-only, as
+// etcd's wal is: an entry at an index already in the log replaces that
+// index and every later one when the records are replayed (raft's
+// conflicting suffix), so no save rewrites earlier bytes. A save is
+// atomic: replay applies a batch only once it has read its marked last
+// record, and Open cuts off the records of a batch a crash tore
+// (wal.Log.TruncateFrom), so a crash leaves the state before the save or
+// after it, never entries without the hard state saved with them.
 //
 // Snapshot data lives in files of a directory beside the log ("snap"),
 // written under a temporary name, synced and renamed before the record
@@ -52,6 +53,10 @@ const (
 	kindEntry     = 'E'
 	kindHardState = 'H'
 	kindSnapshot  = 'S'
+	// endOfBatch is set in the kind of a batch's last record: a batch is
+	// replayed only if its last record was read (a crash tears a batch only
+	// at its end, and Open then cuts the torn records off).
+	endOfBatch = 0x80
 )
 
 // ErrCorrupt is matched by the error Open returns for a record this package
@@ -104,47 +109,47 @@ func Open(dir string, opts wal.Options) (*Storage, error) {
 		l.Close()
 		return nil, fmt.Errorf("etcdraft: %w", err)
 	}
-	if err := s.replay(); err != nil {
+	torn, err := s.replay()
+	if err != nil {
 		l.Close()
 		return nil, err
+	}
+	if torn > 0 {
+		// A save a crash cut short: never acknowledged. Drop its records,
+		// so that none is replayed with a later batch's end.
+		if err := l.TruncateFrom(torn); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("etcdraft: dropping a torn save: %w", err)
+		}
 	}
 	return s, nil
 }
 
-// replay rebuilds the MemoryStorage and the LSN index from the records.
-func (s *Storage) replay() error {
+// replay rebuilds the MemoryStorage and the LSN index from the records, a
+// batch at a time: the records of a batch are applied once its last one
+// (kind with endOfBatch set) is read. It returns the LSN of the first
+// record of a batch a crash tore (no last record), or 0.
+func (s *Storage) replay() (torn wal.LSN, err error) {
 	r, err := s.log.NewReader(s.log.FirstLSN())
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer r.Close()
 	var (
-		snap  *pb.SnapshotMetadata
-		hs    *pb.HardState
-		ents  []*pb.Entry
-		lsns  []wal.LSN
-		first uint64 // index of ents[0]
+		snap    *pb.SnapshotMetadata
+		hs      *pb.HardState
+		ents    []*pb.Entry
+		lsns    []wal.LSN
+		first   uint64 // index of ents[0]
+		pending []decoded
 	)
-	for {
-		lsn, rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if len(rec) == 0 {
-			return fmt.Errorf("%w: empty record at LSN %d", ErrCorrupt, lsn)
-		}
-		switch rec[0] {
-		case kindEntry:
-			e := new(pb.Entry)
-			if err := proto.Unmarshal(rec[1:], e); err != nil {
-				return fmt.Errorf("%w: entry at LSN %d: %v", ErrCorrupt, lsn, err)
-			}
+	apply := func(d decoded) error {
+		switch {
+		case d.entry != nil:
+			e, lsn := d.entry, d.lsn
 			i := e.GetIndex()
 			if snap != nil && i <= snap.GetIndex() {
-				continue // covered by the snapshot
+				return nil // covered by the snapshot
 			}
 			switch {
 			case len(ents) == 0:
@@ -157,59 +162,119 @@ func (s *Storage) replay() error {
 				return fmt.Errorf("%w: entry %d at LSN %d follows entry %d", ErrCorrupt, i, lsn, first+uint64(len(ents))-1)
 			}
 			ents, lsns = append(ents, e), append(lsns, lsn)
-		case kindHardState:
-			h := new(pb.HardState)
-			if err := proto.Unmarshal(rec[1:], h); err != nil {
-				return fmt.Errorf("%w: hard state at LSN %d: %v", ErrCorrupt, lsn, err)
-			}
-			hs = h
-			s.hsLSN = lsn
-		case kindSnapshot:
-			m := new(pb.SnapshotMetadata)
-			if err := proto.Unmarshal(rec[1:], m); err != nil {
-				return fmt.Errorf("%w: snapshot metadata at LSN %d: %v", ErrCorrupt, lsn, err)
-			}
+		case d.hs != nil:
+			hs, s.hsLSN = d.hs, d.lsn
+		case d.snap != nil:
+			m := d.snap
 			if snap != nil && m.GetIndex() < snap.GetIndex() {
-				continue // an older snapshot appended again
+				return nil // an older snapshot appended again
 			}
-			snap = m
-			s.snapLSN = lsn
+			snap, s.snapLSN = m, d.lsn
 			// Entries up to the snapshot are covered by it.
 			if n := len(ents); n > 0 && first <= m.GetIndex() {
 				k := min(uint64(n), m.GetIndex()-first+1)
 				ents, lsns, first = ents[k:], lsns[k:], first+k
 			}
-		default:
-			return fmt.Errorf("%w: record of kind %q at LSN %d", ErrCorrupt, rec[0], lsn)
 		}
+		return nil
+	}
+	for {
+		lsn, rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+		d, last, err := decode(lsn, rec)
+		if err != nil {
+			return 0, err
+		}
+		pending = append(pending, d)
+		if !last {
+			continue
+		}
+		for _, d := range pending {
+			if err := apply(d); err != nil {
+				return 0, err
+			}
+		}
+		pending = pending[:0]
+	}
+	if len(pending) > 0 {
+		torn = pending[0].lsn
 	}
 	if snap != nil {
 		data, err := s.readSnapFile(snap)
 		if err != nil {
-			return fmt.Errorf("etcdraft: reading the snapshot at index %d: %w", snap.GetIndex(), err)
+			return 0, fmt.Errorf("etcdraft: reading the snapshot at index %d: %w", snap.GetIndex(), err)
 		}
 		if err := s.MemoryStorage.ApplySnapshot(&pb.Snapshot{Metadata: snap, Data: data}); err != nil {
-			return err
+			return 0, err
 		}
 		if len(ents) > 0 && first != snap.GetIndex()+1 {
-			return fmt.Errorf("%w: entries resume at %d after the snapshot at %d", ErrCorrupt, first, snap.GetIndex())
+			return 0, fmt.Errorf("%w: entries resume at %d after the snapshot at %d", ErrCorrupt, first, snap.GetIndex())
 		}
 	}
 	if len(ents) > 0 {
 		if snap == nil && first != 1 {
-			return fmt.Errorf("%w: entries start at index %d with no snapshot before them", ErrCorrupt, first)
+			return 0, fmt.Errorf("%w: entries start at index %d with no snapshot before them", ErrCorrupt, first)
 		}
 		if err := s.MemoryStorage.Append(ents); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if hs != nil {
 		if err := s.MemoryStorage.SetHardState(hs); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	s.lsns, s.first = lsns, first
-	return nil
+	return torn, nil
+}
+
+// decoded is one record, decoded: exactly one of its pointers is set.
+type decoded struct {
+	lsn   wal.LSN
+	entry *pb.Entry
+	hs    *pb.HardState
+	snap  *pb.SnapshotMetadata
+}
+
+// decode decodes the record at lsn and reports whether it is the last of
+// its batch.
+func decode(lsn wal.LSN, rec []byte) (d decoded, last bool, err error) {
+	d.lsn = lsn
+	if len(rec) == 0 {
+		return d, false, fmt.Errorf("%w: empty record at LSN %d", ErrCorrupt, lsn)
+	}
+	var m proto.Message
+	switch rec[0] &^ endOfBatch {
+	case kindEntry:
+		d.entry = new(pb.Entry)
+		m = d.entry
+	case kindHardState:
+		d.hs = new(pb.HardState)
+		m = d.hs
+	case kindSnapshot:
+		d.snap = new(pb.SnapshotMetadata)
+		m = d.snap
+	default:
+		return d, false, fmt.Errorf("%w: record of kind %q at LSN %d", ErrCorrupt, rec[0], lsn)
+	}
+	if err := proto.Unmarshal(rec[1:], m); err != nil {
+		return d, false, fmt.Errorf("%w: record of kind %q at LSN %d: %v", ErrCorrupt, rec[0]&^endOfBatch, lsn, err)
+	}
+	return d, rec[0]&endOfBatch != 0, nil
+}
+
+// appendBatch appends recs as one batch, the last marked as such, made
+// durable by one sync, and returns their LSNs.
+func (s *Storage) appendBatch(recs [][]byte) ([]wal.LSN, error) {
+	recs[len(recs)-1][0] |= endOfBatch
+	lsns := make([]wal.LSN, len(recs))
+	_, err := s.log.AppendBatchLSNs(context.Background(), recs, lsns)
+	return lsns, err
 }
 
 // Save makes one Ready durable, as raft requires before any of the Ready's
@@ -261,8 +326,8 @@ func (s *Storage) Save(hs *pb.HardState, entries []*pb.Entry, snap *pb.Snapshot)
 	if len(recs) == 0 {
 		return nil
 	}
-	lsns := make([]wal.LSN, len(recs))
-	if _, err := s.log.AppendBatchLSNs(context.Background(), recs, lsns); err != nil {
+	lsns, err := s.appendBatch(recs)
+	if err != nil {
 		return fmt.Errorf("etcdraft: saving: %w", err)
 	}
 	// Durable: now raft may read it.
@@ -364,10 +429,11 @@ func (s *Storage) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) (*pb.S
 	if err != nil {
 		return nil, err
 	}
-	lsn, err := s.log.AppendBatchContext(context.Background(), [][]byte{rec})
+	lsns, err := s.appendBatch([][]byte{rec})
 	if err != nil {
 		return nil, fmt.Errorf("etcdraft: saving the snapshot: %w", err)
 	}
+	lsn := lsns[0]
 	got, err := s.MemoryStorage.CreateSnapshot(i, cs, data)
 	if err != nil {
 		return nil, err
@@ -409,8 +475,8 @@ func (s *Storage) Compact(i uint64) error {
 		}
 		recs = append(recs, rec)
 	}
-	lsns := make([]wal.LSN, len(recs))
-	if _, err := s.log.AppendBatchLSNs(context.Background(), recs, lsns); err != nil {
+	lsns, err := s.appendBatch(recs)
+	if err != nil {
 		return fmt.Errorf("etcdraft: compacting: %w", err)
 	}
 	s.snapLSN = lsns[0]
