@@ -25,8 +25,6 @@ import (
 	"log"
 	"math/rand/v2"
 	"os"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -257,8 +255,6 @@ func (c *kvCluster) leader() *kvNode {
 	return nil
 }
 
-var errNotIssued = errors.New("not issued")
-
 // do proposes in through the leader and waits for its result.
 func (c *kvCluster) do(in kvOp, d time.Duration) (string, error) {
 	n := c.leader()
@@ -315,47 +311,12 @@ func runHistory(t *testing.T, d, every time.Duration, seed uint64) histStats {
 		}
 	}()
 
-	t0 := time.Now()
-	now := func() int64 { return int64(time.Since(t0)) }
-	var hmu sync.Mutex
-	var history, pending []porcupine.Operation
-	var acked []kvOp
-	const keys = 4
+	rec := newRecorder()
+	apply := func(in kvOp) (string, error) { return c.do(in, 2*time.Second) }
 	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for cl := range 4 {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(seed, uint64(cl)))
-			for i := 0; !stop.Load(); i++ {
-				in := kvOp{op: 'a', key: rng.IntN(keys), val: fmt.Sprintf("%d.%d,", cl, i)}
-				switch r := rng.IntN(10); {
-				case r < 4:
-					in.op, in.val = 'g', ""
-				case r == 4:
-					in.op = 'p'
-				}
-				call := now()
-				out, err := c.do(in, 2*time.Second)
-				ret := now()
-				if errors.Is(err, errNotIssued) {
-					time.Sleep(5 * time.Millisecond)
-					continue
-				}
-				hmu.Lock()
-				switch {
-				case err == nil:
-					history = append(history, porcupine.Operation{ClientId: cl, Input: in, Call: call, Output: out, Return: ret})
-					if in.op == 'a' {
-						acked = append(acked, in)
-					}
-				case in.op != 'g': // may or may not have taken effect
-					pending = append(pending, porcupine.Operation{ClientId: cl, Input: in, Call: call, Output: ""})
-				}
-				hmu.Unlock()
-			}
-		})
-	}
+	wait := rec.clients(seed, &stop, apply)
 
+	t0 := time.Now()
 	rng := rand.New(rand.NewPCG(seed, 99))
 	st := histStats{}
 	modes := func(i int) *vfs.CrashMode {
@@ -393,54 +354,10 @@ func runHistory(t *testing.T, d, every time.Duration, seed uint64) histStats {
 		}
 	}
 	stop.Store(true)
-	wg.Wait()
-
-	finals := map[int]string{}
-	for k := range keys {
-		for deadline := time.Now().Add(30 * time.Second); ; {
-			require.True(t, time.Now().Before(deadline), "no final read of key %d", k)
-			in := kvOp{op: 'g', key: k}
-			call := now()
-			out, err := c.do(in, 2*time.Second)
-			if err != nil {
-				time.Sleep(10 * time.Millisecond)
-				continue
-			}
-			finals[k] = out
-			history = append(history, porcupine.Operation{ClientId: 4, Input: in, Call: call, Output: out, Return: now()})
-			break
-		}
-	}
-	st.ops, st.acked, st.pending = len(history)+len(pending), len(history), len(pending)
-	end := now() + 1
-	for _, op := range pending {
-		op.Return = end
-		history = append(history, op)
-	}
-	for _, in := range acked {
-		if strings.Contains(finals[in.key], in.val) {
-			continue
-		}
-		explained := slices.ContainsFunc(history, func(op porcupine.Operation) bool {
-			p := op.Input.(kvOp)
-			return p.op == 'p' && p.key == in.key
-		})
-		if !explained {
-			t.Errorf("acknowledged append %q to key %d is not in its final value %q", in.val, in.key, finals[in.key])
-		}
-	}
-	res, info := porcupine.CheckOperationsVerbose(kvModel, history, time.Minute)
-	st.result = res
-	if res == porcupine.Illegal {
-		f, err := os.CreateTemp("", "etcdraft-lin-*.html")
-		if err == nil {
-			porcupine.Visualize(kvModel, info, f)
-			f.Close()
-			t.Errorf("history (seed %d) is not linearizable: see %s", seed, f.Name())
-		} else {
-			t.Errorf("history (seed %d) is not linearizable", seed)
-		}
-	}
+	wait()
+	finals := rec.finalReads(t, apply)
+	st.result = rec.check(t, finals, seed)
+	st.ops, st.acked, st.pending = len(rec.history)+len(rec.pending), len(rec.history), len(rec.pending)
 	return st
 }
 
