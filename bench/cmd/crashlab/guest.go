@@ -129,7 +129,11 @@ func guestWork(m shm, args map[string]string) error {
 		}
 		seg = n
 	}
-	l, err := wal.Open(walDir, wal.Options{Policy: p.Build(), SegmentSize: seg, SyncMethod: method})
+	fs, err := negativeFS(vfs.OS(), args["negative"])
+	if err != nil {
+		return err
+	}
+	l, err := wal.Open(walDir, wal.Options{FS: fs, Policy: p.Build(), SegmentSize: seg, SyncMethod: method})
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}

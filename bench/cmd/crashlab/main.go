@@ -6,7 +6,7 @@
 // read. The host judges each trial against the policy's promise.
 //
 //	go run ./bench/cmd/crashlab -trials 2
-//	go run -tags crashlab_broken ./bench/cmd/crashlab -policies SyncEveryCommit   # negative control: must fail
+//	go run ./bench/cmd/crashlab -negative broken -policies SyncEveryCommit   # negative control: must fail
 //
 // Exit status: 0 all trials kept their promises, 1 violations, 2 missing tools.
 package main
@@ -51,13 +51,14 @@ type config struct {
 	timeout  time.Duration
 	accel    string
 	redis    []string // appendfsync words Redis runs under (-redis)
+	negative string   // the negative control the guest's log runs on (-negative), or ""
 }
 
 // TrialReport is one trial in the -json output.
 type TrialReport struct {
 	Policy        string
 	Trial         int
-	Broken        string // the negative-control build, empty for the real library
+	Broken        string // the negative control (-negative), empty for the real library
 	DelayMs       int
 	Lull          bool   // the committers were stopped, each after its last ack, 1 ms before the crash
 	LabFailure    string // the emulated guest hung: no verdict, the trial is run again
@@ -85,6 +86,7 @@ func hostMain(argv []string, out *os.File) int {
 	fs.StringVar(&c.accel, "accel", "tcg", "tcg, kvm, or auto (kvm if a probe guest boots under it, else tcg)")
 	var methods string
 	fs.StringVar(&methods, "sync-methods", "fdatasync", "comma-separated sync methods to run each policy under (fdatasync, fsync, O_DSYNC, O_DIRECT, O_DIRECT|O_DSYNC), or all")
+	fs.StringVar(&c.negative, "negative", "", "run the log on a negative-control filesystem that must be caught: broken (Sync does nothing) or late (each write held until the next Sync, so every group is acknowledged one fsync early); meant for SyncEveryCommit with fdatasync")
 	segSize := fs.Int64("segment-size", defaultSegSize, "the guest log's segment size in bytes (small sizes make the crash fall during rolls)")
 	if err := fs.Parse(argv); err != nil {
 		return 2
@@ -119,6 +121,10 @@ func hostMain(argv []string, out *os.File) int {
 			ms = append(ms, m)
 		}
 	}
+	if _, err := negativeFS(vfs.OS(), c.negative); err != nil {
+		fmt.Fprintf(os.Stderr, "crashlab: -negative: %v\n", err)
+		return 2
+	}
 	if *segSize < 4<<10 || *segSize%(4<<10) != 0 {
 		fmt.Fprintf(os.Stderr, "crashlab: -segment-size %d: want a multiple of 4096 bytes\n", *segSize)
 		return 2
@@ -152,8 +158,8 @@ func hostMain(argv []string, out *os.File) int {
 		return 2
 	}
 	build := "the library as released"
-	if brokenBuild != "" {
-		build = "NEGATIVE CONTROL " + brokenBuild
+	if c.negative != "" {
+		build = fmt.Sprintf("NEGATIVE CONTROL -negative %s: %s", c.negative, negativeControls[c.negative])
 	}
 	fmt.Fprintf(out, "crashlab: kernel %s, accel %s, work dir %s, build: %s\n\n", lab.kernelPkg, lab.accel, c.work, build)
 	var reports []TrialReport
@@ -572,7 +578,7 @@ func (r *TrialReport) hung(what string, err error, fail func(string, ...any) Tri
 
 // trial: fresh disk, crash boot, verify boot, judge.
 func (l *lab) trial(p labPolicy, i int) TrialReport {
-	r := TrialReport{Policy: p.Name, Trial: i, Broken: brokenBuild, OldestLostAge: -1}
+	r := TrialReport{Policy: p.Name, Trial: i, Broken: l.c.negative, OldestLostAge: -1}
 	dir := filepath.Join(l.c.work, fmt.Sprintf("trial-%s-%d", safeName(p.Name), i))
 	os.RemoveAll(dir)
 	fail := func(format string, a ...any) TrialReport {
@@ -598,7 +604,7 @@ func (l *lab) trial(p labPolicy, i int) TrialReport {
 	if r.Lull {
 		lull = 1
 	}
-	t1, err := l.boot(l.accel, img, shmPath, fmt.Sprintf("cl.mode=work cl.policy=%s cl.delayms=%d cl.lull=%d cl.method=%s cl.segsize=%d", guestName(p), r.DelayMs, lull, strings.ReplaceAll(p.Method.String(), "|", "+"), p.SegSize), filepath.Join(dir, "console-crash.log"), l.c.timeout)
+	t1, err := l.boot(l.accel, img, shmPath, fmt.Sprintf("cl.mode=work cl.policy=%s cl.delayms=%d cl.lull=%d cl.method=%s cl.segsize=%d cl.negative=%s", guestName(p), r.DelayMs, lull, strings.ReplaceAll(p.Method.String(), "|", "+"), p.SegSize, l.c.negative), filepath.Join(dir, "console-crash.log"), l.c.timeout)
 	if err != nil {
 		return r.hung("crash boot", err, fail)
 	}
