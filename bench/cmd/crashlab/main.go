@@ -20,6 +20,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -41,17 +42,19 @@ func main() {
 }
 
 type config struct {
-	trials   int
-	policies []labPolicy
-	jsonOut  string
-	work     string
-	slack    time.Duration
-	minDelay time.Duration
-	maxDelay time.Duration
-	timeout  time.Duration
-	accel    string
-	redis    []string // appendfsync words Redis runs under (-redis)
-	negative string   // the negative control the guest's log runs on (-negative), or ""
+	trials    int
+	policies  []labPolicy
+	jsonOut   string
+	work      string
+	slack     time.Duration
+	minDelay  time.Duration
+	maxDelay  time.Duration
+	timeout   time.Duration
+	accel     string
+	redis     []string // appendfsync words Redis runs under (-redis)
+	negative  string   // the negative control the guest's log runs on (-negative), or ""
+	powerLoss int      // power-loss states judged per trial (-power-loss), 0 for none
+	seed      uint64   // the power-loss states' seed (-seed)
 }
 
 // TrialReport is one trial in the -json output.
@@ -67,7 +70,8 @@ type TrialReport struct {
 	Recovered     int
 	Violations    []string
 	BootSeconds   float64
-	Redis         *RedisOutcome `json:",omitempty"` // a Redis trial (-redis)
+	Redis         *RedisOutcome     `json:",omitempty"` // a Redis trial (-redis)
+	PowerLoss     *PowerLossOutcome `json:",omitempty"` // the power-loss states (-power-loss)
 }
 
 func hostMain(argv []string, out *os.File) int {
@@ -87,6 +91,9 @@ func hostMain(argv []string, out *os.File) int {
 	var methods string
 	fs.StringVar(&methods, "sync-methods", "fdatasync", "comma-separated sync methods to run each policy under (fdatasync, fsync, O_DSYNC, O_DIRECT, O_DIRECT|O_DSYNC), or all")
 	fs.StringVar(&c.negative, "negative", "", "run the log on a negative-control filesystem that must be caught: broken (Sync does nothing) or late (each write held until the next Sync, so every group is acknowledged one fsync early); meant for SyncEveryCommit with fdatasync")
+	fs.IntVar(&c.powerLoss, "power-loss", 0, "also record each crash boot's block writes (QEMU blklogwrites) and judge up to this many power-loss disk states per trial built from them (0: off)")
+	fs.Uint64Var(&c.seed, "seed", 0, "seed of the power-loss states (0: a random one, printed)")
+	plState := fs.String("power-loss-state", "", "rebuild and judge one power-loss state, as a violation names it (trial-dir:window:kind:seed), with the one policy of -policies, and exit")
 	segSize := fs.Int64("segment-size", defaultSegSize, "the guest log's segment size in bytes (small sizes make the crash fall during rolls)")
 	if err := fs.Parse(argv); err != nil {
 		return 2
@@ -140,6 +147,20 @@ func hostMain(argv []string, out *os.File) int {
 		fmt.Fprintf(os.Stderr, "crashlab: -redis needs %s\n", strings.Join(missing, ", "))
 		return 2
 	}
+	if *plState != "" {
+		return replayState(c, *plState, out)
+	}
+	if c.powerLoss > 0 {
+		for _, t := range []string{"e2fsck", "debugfs"} {
+			if _, err := exec.LookPath(t); err != nil {
+				fmt.Fprintf(os.Stderr, "crashlab: -power-loss needs %s (e2fsprogs)\n", t)
+				return 2
+			}
+		}
+		if c.seed == 0 {
+			c.seed = rand.Uint64()
+		}
+	}
 	if missing := missingTools(); len(missing) > 0 {
 		fmt.Fprintf(os.Stderr, "crashlab: missing tools: %s\ninstall them with:\n  apt-get update && apt-get install -y qemu-system-x86 busybox-static e2fsprogs cpio\n", strings.Join(missing, ", "))
 		return 2
@@ -161,7 +182,11 @@ func hostMain(argv []string, out *os.File) int {
 	if c.negative != "" {
 		build = fmt.Sprintf("NEGATIVE CONTROL -negative %s: %s", c.negative, negativeControls[c.negative])
 	}
-	fmt.Fprintf(out, "crashlab: kernel %s, accel %s, work dir %s, build: %s\n\n", lab.kernelPkg, lab.accel, c.work, build)
+	fmt.Fprintf(out, "crashlab: kernel %s, accel %s, work dir %s, build: %s\n", lab.kernelPkg, lab.accel, c.work, build)
+	if c.powerLoss > 0 {
+		fmt.Fprintf(out, "crashlab: power loss: up to %d states a trial, -seed %d\n", c.powerLoss, c.seed)
+	}
+	fmt.Fprintln(out)
 	var reports []TrialReport
 	bad, labFailed := false, false
 	for _, p := range c.policies {
@@ -186,6 +211,20 @@ func hostMain(argv []string, out *os.File) int {
 			fmt.Fprintf(out, "%s trial %d: %s, crash %s after %d ms, acked %d, lost %d, recovered %d, %.0f s\n", p.Name, i, status, when, r.DelayMs, r.Acked, r.Lost, r.Recovered, r.BootSeconds)
 			for _, v := range r.Violations {
 				fmt.Fprintf(out, "    %s\n", v)
+			}
+			if o := r.PowerLoss; o != nil {
+				status := "ok"
+				if len(o.Violations) > 0 {
+					bad, status = true, "VIOLATION"
+				}
+				fmt.Fprintf(out, "    %s %s\n", status, o.summary())
+				for i, v := range o.Violations {
+					if i == 5 {
+						fmt.Fprintf(out, "      ... (%d more)\n", len(o.Violations)-5)
+						break
+					}
+					fmt.Fprintf(out, "      %s\n", v)
+				}
 			}
 		}
 	}
@@ -422,7 +461,7 @@ func kvmBoots(l *lab) bool {
 	}
 	defer os.RemoveAll(dir)
 	img := filepath.Join(dir, "disk.img")
-	if err := mkDisk(img); err != nil {
+	if err := mkDisk(img, false); err != nil {
 		return false
 	}
 	shmPath := filepath.Join("/dev/shm", "crashlab-"+filepath.Base(dir))
@@ -430,21 +469,33 @@ func kvmBoots(l *lab) bool {
 	if err := os.WriteFile(shmPath, make([]byte, shmSize), 0o600); err != nil {
 		return false
 	}
-	_, err = l.boot("kvm", img, shmPath, "cl.mode=verify", filepath.Join(dir, "console.log"), 60*time.Second)
+	_, err = l.boot("kvm", img, "", shmPath, "cl.mode=verify", filepath.Join(dir, "console.log"), 60*time.Second)
 	b, _ := os.ReadFile(shmPath)
 	return err == nil && len(b) >= 64 && binary.LittleEndian.Uint64(b[hdrVerify:]) != 0
 }
 
-func mkDisk(img string) error {
+// mkDisk makes an ext4 disk image: 256 MiB, or for the power-loss mode a
+// 48 MiB filesystem (small, so each state costs little; inode tables and
+// journal written by mkfs, not lazily by the guest) followed by the ack
+// markers' sectors.
+func mkDisk(img string, powerLoss bool) error {
 	f, err := os.Create(img)
 	if err != nil {
 		return err
 	}
-	if err := f.Truncate(256 << 20); err != nil {
+	size := int64(256 << 20)
+	if powerLoss {
+		size = plDiskBytes
+	}
+	if err := f.Truncate(size); err != nil {
 		f.Close()
 		return err
 	}
 	f.Close()
+	if powerLoss {
+		_, err = run(filepath.Dir(img), "mkfs.ext4", "-F", "-q", "-b", "4096", "-E", "lazy_itable_init=0,lazy_journal_init=0", img, fmt.Sprint(plFsBytes>>10))
+		return err
+	}
 	_, err = run(filepath.Dir(img), "mkfs.ext4", "-F", "-q", img)
 	return err
 }
@@ -524,8 +575,10 @@ func moduleOrder(moddir string, want []string) ([]string, error) {
 	return order, nil
 }
 
-// boot runs one guest to its end (power off or panic with -no-reboot).
-func (l *lab) boot(accel, img, shmPath, args, console string, timeout time.Duration) (time.Duration, error) {
+// boot runs one guest to its end (power off or panic with -no-reboot). With
+// wlog set, the disk sits behind QEMU's blklogwrites driver, which records
+// every write and flush into the file wlog (it must exist).
+func (l *lab) boot(accel, img, wlog, shmPath, args, console string, timeout time.Duration) (time.Duration, error) {
 	acc := []string{"-accel", "tcg,thread=multi"}
 	if accel == "kvm" {
 		acc = []string{"-accel", "kvm", "-cpu", "host"}
@@ -534,7 +587,19 @@ func (l *lab) boot(accel, img, shmPath, args, console string, timeout time.Durat
 		"-m", "512", "-smp", "2", "-no-reboot", "-nographic",
 		"-kernel", l.kernel, "-initrd", l.initrd,
 		"-append", "console=ttyS0 panic=-1 quiet "+args,
-		"-drive", "file="+img+",format=raw,if=virtio,cache=writeback",
+	)
+	if wlog == "" {
+		qargs = append(qargs, "-drive", "file="+img+",format=raw,if=virtio,cache=writeback")
+	} else {
+		// No write-zeroes or discard requests: QEMU 7.2's blklogwrites could
+		// misplace a write-zeroes entry when requests overlap.
+		qargs = append(qargs,
+			"-blockdev", "driver=file,filename="+img+",node-name=img0,cache.direct=off",
+			"-blockdev", "driver=file,filename="+wlog+",node-name=wlog0",
+			"-blockdev", "driver=blklogwrites,file=img0,log=wlog0,log-sector-size=512,node-name=lw0",
+			"-device", "virtio-blk-pci,drive=lw0,write-cache=on,discard=off,write-zeroes=off")
+	}
+	qargs = append(qargs,
 		"-object", "memory-backend-file,id=m,share=on,mem-path="+shmPath+",size="+fmt.Sprint(shmSize>>20)+"M",
 		"-device", "ivshmem-plain,memdev=m",
 	)
@@ -589,8 +654,20 @@ func (l *lab) trial(p labPolicy, i int) TrialReport {
 		return fail("%v", err)
 	}
 	img := filepath.Join(dir, "disk.img")
-	if err := mkDisk(img); err != nil {
+	pl := l.c.powerLoss > 0
+	if err := mkDisk(img, pl); err != nil {
 		return fail("mkfs: %v", err)
+	}
+	wlog, marker := "", ""
+	if pl {
+		if err := copyFile(img, filepath.Join(dir, "disk0.img"), 0o644); err != nil {
+			return fail("%v", err)
+		}
+		wlog = filepath.Join(dir, "wlog.bin")
+		if err := os.WriteFile(wlog, nil, 0o644); err != nil {
+			return fail("%v", err)
+		}
+		marker = fmt.Sprintf(" cl.marker=%d", plFsBytes)
 	}
 	shmPath := fmt.Sprintf("/dev/shm/crashlab-%d-%s-%d", os.Getpid(), safeName(p.Name), i)
 	defer os.Remove(shmPath)
@@ -604,7 +681,7 @@ func (l *lab) trial(p labPolicy, i int) TrialReport {
 	if r.Lull {
 		lull = 1
 	}
-	t1, err := l.boot(l.accel, img, shmPath, fmt.Sprintf("cl.mode=work cl.policy=%s cl.delayms=%d cl.lull=%d cl.method=%s cl.segsize=%d cl.negative=%s", guestName(p), r.DelayMs, lull, strings.ReplaceAll(p.Method.String(), "|", "+"), p.SegSize, l.c.negative), filepath.Join(dir, "console-crash.log"), l.c.timeout)
+	t1, err := l.boot(l.accel, img, wlog, shmPath, fmt.Sprintf("cl.mode=work cl.policy=%s cl.delayms=%d cl.lull=%d cl.method=%s cl.segsize=%d cl.negative=%s%s", guestName(p), r.DelayMs, lull, strings.ReplaceAll(p.Method.String(), "|", "+"), p.SegSize, l.c.negative, marker), filepath.Join(dir, "console-crash.log"), l.c.timeout)
 	if err != nil {
 		return r.hung("crash boot", err, fail)
 	}
@@ -626,7 +703,7 @@ func (l *lab) trial(p labPolicy, i int) TrialReport {
 	if err := os.WriteFile(shmPath, make([]byte, shmSize), 0o600); err != nil {
 		return fail("%v", err)
 	}
-	t2, err := l.boot(l.accel, img, shmPath, "cl.mode=verify", filepath.Join(dir, "console-verify.log"), l.c.timeout)
+	t2, err := l.boot(l.accel, img, "", shmPath, "cl.mode=verify", filepath.Join(dir, "console-verify.log"), l.c.timeout)
 	r.BootSeconds = (t1 + t2).Seconds()
 	if err != nil {
 		return r.hung("verify boot", err, fail)
@@ -646,7 +723,50 @@ func (l *lab) trial(p labPolicy, i int) TrialReport {
 	v := Judge(t, p.Promise(l.c.slack))
 	r.Acked, r.Lost, r.OldestLostAge, r.Recovered = v.Acked, v.Lost, v.OldestLostAge, len(t.Recs)
 	r.Violations = append(r.Violations, v.Violations...)
+	if pl {
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%d/%s/%d", l.c.seed, p.Name, i)
+		o := l.powerLoss(dir, p, work, h.Sum64(), nil)
+		r.PowerLoss = &o
+	}
 	return r
+}
+
+// replayState rebuilds and judges one power-loss state (-power-loss-state)
+// from a trial directory's block log and shared memory.
+func replayState(c config, spec string, out *os.File) int {
+	i := strings.LastIndex(spec, ":")
+	i = strings.LastIndex(spec[:max(i, 0)], ":")
+	i = strings.LastIndex(spec[:max(i, 0)], ":")
+	if i <= 0 {
+		fmt.Fprintf(os.Stderr, "crashlab: -power-loss-state %q: want trial-dir:window:kind:seed\n", spec)
+		return 2
+	}
+	dir := spec[:i]
+	s, err := parsePLState(spec[i+1:])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "crashlab: -power-loss-state: %v\n", err)
+		return 2
+	}
+	if len(c.policies) != 1 {
+		fmt.Fprintln(os.Stderr, "crashlab: -power-loss-state needs the trial's policy: -policies with exactly one (and -sync-methods one)")
+		return 2
+	}
+	work, err := os.ReadFile(filepath.Join(dir, "shm-crash.bin"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crashlab:", err)
+		return 2
+	}
+	l := &lab{c: c}
+	o := l.powerLoss(dir, c.policies[0], work, 0, []plState{s})
+	fmt.Fprintf(out, "%s: %s\n", s, o.summary())
+	for _, v := range o.Violations {
+		fmt.Fprintf(out, "  %s\n", v)
+	}
+	if len(o.Violations) > 0 {
+		return 1
+	}
+	return 0
 }
 
 func u64(b []byte, off int) uint64 { return binary.LittleEndian.Uint64(b[off:]) }

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/durawal/durawal/wal/vfs"
@@ -17,11 +19,14 @@ const (
 	// negBroken: Sync does nothing and reports success. SyncEveryCommit
 	// then acknowledges after the write alone.
 	negBroken = "broken"
-	// negLate: each write is held back and performed only at the file's
-	// next Sync, after that Sync has made what was held before durable.
-	// Every acknowledged group becomes durable one fsync late, the bug a
-	// crash amid back-to-back commits rarely shows (the next group's sync
-	// covers it) and a crash in a lull always does.
+	// negLate: each write to a segment is held back and performed only at
+	// the file's next Sync, after that Sync has made what was held before
+	// durable. Every acknowledged group becomes durable one fsync late, the
+	// bug a crash amid back-to-back commits rarely shows (the next group's
+	// sync covers it) and a crash in a lull always does. The small record
+	// files (epoch and the like), written and synced once, are left alone:
+	// held back they would never be durable, and recovery would fail for
+	// that cruder reason.
 	negLate = "late"
 )
 
@@ -50,22 +55,34 @@ type negFS struct {
 	mode string
 }
 
-func (n negFS) wrap(f vfs.File, err error) (vfs.File, error) {
-	if err != nil {
+func (n negFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if n.mode == negBroken {
+	case n.mode == negBroken:
 		return &brokenFile{File: f}, nil
+	case isSegment(name):
+		return &lateFile{File: f}, nil
 	}
-	return &lateFile{File: f}, nil
+	return f, nil
+}
+
+// isSegment reports whether name is one of the log's segment files, by the
+// names the library gives them: "<first LSN>.wal", or while being prepared
+// or recycled "prepare-*" and "recycle-*".
+func isSegment(name string) bool {
+	b := filepath.Base(name)
+	return strings.HasSuffix(b, ".wal") || strings.HasPrefix(b, "prepare-") || strings.HasPrefix(b, "recycle-")
 }
 
 func (n negFS) Create(name string, m vfs.SyncMethod) (vfs.File, error) {
-	return n.wrap(n.FS.Create(name, m))
+	f, err := n.FS.Create(name, m)
+	return n.wrap(name, f, err)
 }
 
 func (n negFS) OpenReadWrite(name string, m vfs.SyncMethod) (vfs.File, error) {
-	return n.wrap(n.FS.OpenReadWrite(name, m))
+	f, err := n.FS.OpenReadWrite(name, m)
+	return n.wrap(name, f, err)
 }
 
 // brokenFile's Sync claims durability and does nothing.

@@ -11,7 +11,7 @@ import (
 // bytes.
 func durable(t *testing.T, m *vfs.MemFS) string {
 	t.Helper()
-	f, err := m.PowerLoss(vfs.DropAll()).Open("/f")
+	f, err := m.PowerLoss(vfs.DropAll()).Open("/0.wal")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestNegativeControls(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := fs.Create("/f", vfs.Fdatasync)
+		f, err := fs.Create("/0.wal", vfs.Fdatasync)
 		if err != nil {
 			t.Fatal(err)
 		}
