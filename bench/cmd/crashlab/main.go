@@ -273,7 +273,11 @@ func missingTools() []string {
 }
 
 func table(c config, rs []TrialReport) string {
-	t := measure.NewTable("policy", "trials", "acked (total)", "lost min / median / max", "oldest lost ack age", "promise (lost on power loss)", "violations")
+	cols := []string{"policy", "trials", "acked (total)", "lost min / median / max", "oldest lost ack age", "promise (lost on power loss)", "violations"}
+	if c.powerLoss > 0 {
+		cols = append(cols, "power-loss states", "lost per state min / median / max", "oldest lost ack age (power loss)", "violations (power loss)")
+	}
+	t := measure.NewTable(cols...)
 	for _, p := range c.policies {
 		var lost []uint64
 		var acked uint64
@@ -298,7 +302,29 @@ func table(c config, rs []TrialReport) string {
 		if len(lost) > 0 {
 			lm = fmt.Sprintf("%d / %d / %d", lost[0], lost[len(lost)/2], lost[len(lost)-1])
 		}
-		t.Row(p.Name, n, measure.Thousands(int64(acked)), lm, age, p.Promise(c.slack).Text, viol)
+		row := []any{p.Name, n, measure.Thousands(int64(acked)), lm, age, p.Promise(c.slack).Text, viol}
+		if c.powerLoss > 0 {
+			var plLost []uint64
+			plOldest, states, plViol := time.Duration(-1), 0, 0
+			for _, r := range rs {
+				if r.Policy == p.Name && r.PowerLoss != nil {
+					plLost = append(plLost, r.PowerLoss.Lost...)
+					plOldest = max(plOldest, r.PowerLoss.OldestLost)
+					states += r.PowerLoss.States
+					plViol += len(r.PowerLoss.Violations)
+				}
+			}
+			slices.Sort(plLost)
+			plm, plAge := "—", "—"
+			if len(plLost) > 0 {
+				plm = fmt.Sprintf("%d / %d / %d", plLost[0], plLost[len(plLost)/2], plLost[len(plLost)-1])
+			}
+			if plOldest >= 0 {
+				plAge = plOldest.Round(time.Millisecond).String()
+			}
+			row = append(row, measure.Thousands(int64(states)), plm, plAge, plViol)
+		}
+		t.Row(row...)
 	}
 	var b strings.Builder
 	t.Fprint(&b)
@@ -475,7 +501,7 @@ func kvmBoots(l *lab) bool {
 }
 
 // mkDisk makes an ext4 disk image: 256 MiB, or for the power-loss mode a
-// 48 MiB filesystem (small, so each state costs little; inode tables and
+// 64 MiB filesystem (small, so each state costs little; inode tables and
 // journal written by mkfs, not lazily by the guest) followed by the ack
 // markers' sectors.
 func mkDisk(img string, powerLoss bool) error {
@@ -493,7 +519,7 @@ func mkDisk(img string, powerLoss bool) error {
 	}
 	f.Close()
 	if powerLoss {
-		_, err = run(filepath.Dir(img), "mkfs.ext4", "-F", "-q", "-b", "4096", "-E", "lazy_itable_init=0,lazy_journal_init=0", img, fmt.Sprint(plFsBytes>>10))
+		_, err = run(filepath.Dir(img), "mkfs.ext4", "-F", "-q", "-b", "4096", "-E", "lazy_itable_init=0,lazy_journal_init=0", img, fmt.Sprintf("%dk", plFsBytes>>10))
 		return err
 	}
 	_, err = run(filepath.Dir(img), "mkfs.ext4", "-F", "-q", img)
@@ -760,6 +786,9 @@ func replayState(c config, spec string, out *os.File) int {
 	l := &lab{c: c}
 	o := l.powerLoss(dir, c.policies[0], work, 0, []plState{s})
 	fmt.Fprintf(out, "%s: %s\n", s, o.summary())
+	for _, k := range o.Kept {
+		fmt.Fprintf(out, "  the state's image, after e2fsck: %s\n", k)
+	}
 	for _, v := range o.Violations {
 		fmt.Fprintf(out, "  %s\n", v)
 	}

@@ -36,7 +36,7 @@ import (
 // there is no F'); it is judged as if the power failed at that marker's time.
 
 const (
-	plFsBytes   = 48 << 20                          // the filesystem in power-loss mode
+	plFsBytes   = 64 << 20                          // the filesystem in power-loss mode
 	plDiskBytes = plFsBytes + markerSlots*markerLen // and the markers after it
 )
 
@@ -51,6 +51,7 @@ type PowerLossOutcome struct {
 	Violations  []string      // each names its state
 	Seconds     float64       // building and judging the states
 	MaxRequired uint64        // the largest ack count a state was judged against
+	Kept        []string      // images kept (-power-loss-state)
 }
 
 // plState names one disk state: the writes up to the flush that opens
@@ -282,8 +283,8 @@ func lastLines(b []byte, n int) string {
 
 // powerLoss builds and judges the trial's power-loss states from the block
 // log in dir (wlog.bin over disk0.img); only, if not empty, the states named.
-func (l *lab) powerLoss(dir string, p labPolicy, work []byte, seed uint64, only []plState) PowerLossOutcome {
-	o := PowerLossOutcome{Seed: seed, OldestLost: -1}
+func (l *lab) powerLoss(dir string, p labPolicy, work []byte, seed uint64, only []plState) (o PowerLossOutcome) {
+	o = PowerLossOutcome{Seed: seed, OldestLost: -1}
 	start := time.Now()
 	defer func() { o.Seconds = time.Since(start).Seconds() }()
 	fail := func(format string, a ...any) PowerLossOutcome {
@@ -303,8 +304,13 @@ func (l *lab) powerLoss(dir string, p labPolicy, work []byte, seed uint64, only 
 	if states == nil {
 		states = st.pick(l.c.powerLoss, seed)
 	}
-	scratch := filepath.Join(dir, "pl")
-	if err := os.MkdirAll(scratch, 0o755); err != nil {
+	// The states' images and files are scratch: in memory where there is
+	// a tmpfs (the verify checks sync, and nothing here needs to survive).
+	scratch, err := os.MkdirTemp("/dev/shm", "crashlab-pl-")
+	if err != nil {
+		scratch, err = os.MkdirTemp(dir, "pl-")
+	}
+	if err != nil {
 		return fail("%v", err)
 	}
 	defer os.RemoveAll(scratch)
@@ -340,6 +346,12 @@ func (l *lab) powerLoss(dir string, p labPolicy, work []byte, seed uint64, only 
 			}
 			o.MaxRequired = max(o.MaxRequired, n)
 		}
+		if only != nil { // a rebuilt state: keep its image (after e2fsck) to look at
+			name := filepath.Join(dir, "state-"+strings.ReplaceAll(s.String(), ":", "-")+".img")
+			if err := copyFile(filepath.Join(scratch, "state.img"), name, 0o644); err == nil {
+				o.Kept = append(o.Kept, name)
+			}
+		}
 		for _, msg := range v.Violations {
 			o.Violations = append(o.Violations, fmt.Sprintf("state %s (rebuild: -power-loss-state %s:%s): %s", s, dir, s, msg))
 		}
@@ -356,6 +368,6 @@ func (o *PowerLossOutcome) summary() string {
 		lm = fmt.Sprintf("%d / %d / %d", lost[0], lost[len(lost)/2], lost[len(lost)-1])
 	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "power loss: %d states of %d flushes, %d entries (seed %#x), lost %s, %d violations, %.0f s", o.States, o.Flushes, o.Entries, o.Seed, lm, len(o.Violations), o.Seconds)
+	fmt.Fprintf(&b, "power loss: %d states of %d flushes, %d entries (seed %#x), up to %d acks required, lost %s, %d violations, %.0f s", o.States, o.Flushes, o.Entries, o.Seed, o.MaxRequired, lm, len(o.Violations), o.Seconds)
 	return b.String()
 }
