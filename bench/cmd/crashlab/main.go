@@ -42,19 +42,20 @@ func main() {
 }
 
 type config struct {
-	trials    int
-	policies  []labPolicy
-	jsonOut   string
-	work      string
-	slack     time.Duration
-	minDelay  time.Duration
-	maxDelay  time.Duration
-	timeout   time.Duration
-	accel     string
-	redis     []string // appendfsync words Redis runs under (-redis)
-	negative  string   // the negative control the guest's log runs on (-negative), or ""
-	powerLoss int      // power-loss states judged per trial (-power-loss), 0 for none
-	seed      uint64   // the power-loss states' seed (-seed)
+	trials         int
+	policies       []labPolicy
+	jsonOut        string
+	work           string
+	slack          time.Duration
+	minDelay       time.Duration
+	maxDelay       time.Duration
+	timeout        time.Duration
+	accel          string
+	redis          []string // appendfsync words Redis runs under (-redis)
+	negative       string   // the negative control the guest's log runs on (-negative), or ""
+	powerLoss      int      // power-loss states judged per trial (-power-loss), 0 for none
+	seed           uint64   // the power-loss states' seed (-seed)
+	powerLossBoots int      // power-loss states per trial also judged by a verify boot (-power-loss-boots)
 }
 
 // TrialReport is one trial in the -json output.
@@ -92,6 +93,7 @@ func hostMain(argv []string, out *os.File) int {
 	fs.StringVar(&methods, "sync-methods", "fdatasync", "comma-separated sync methods to run each policy under (fdatasync, fsync, O_DSYNC, O_DIRECT, O_DIRECT|O_DSYNC), or all")
 	fs.StringVar(&c.negative, "negative", "", "run the log on a negative-control filesystem that must be caught: broken (Sync does nothing) or late (each write held until the next Sync, so every group is acknowledged one fsync early); meant for SyncEveryCommit with fdatasync")
 	fs.IntVar(&c.powerLoss, "power-loss", 0, "also record each crash boot's block writes (QEMU blklogwrites) and judge up to this many power-loss disk states per trial built from them (0: off)")
+	fs.IntVar(&c.powerLossBoots, "power-loss-boots", 0, "of each trial's power-loss states, boot the guest's verify mode on this many (the kernel replays the journal) and check it agrees with the host's judgement")
 	fs.Uint64Var(&c.seed, "seed", 0, "seed of the power-loss states (0: a random one, printed)")
 	plState := fs.String("power-loss-state", "", "rebuild and judge one power-loss state, as a violation names it (trial-dir:window:kind:seed), with the one policy of -policies, and exit")
 	segSize := fs.Int64("segment-size", defaultSegSize, "the guest log's segment size in bytes (small sizes make the crash fall during rolls)")

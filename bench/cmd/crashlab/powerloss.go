@@ -52,6 +52,8 @@ type PowerLossOutcome struct {
 	Seconds     float64       // building and judging the states
 	MaxRequired uint64        // the largest ack count a state was judged against
 	Kept        []string      // images kept (-power-loss-state)
+	Boots       int           // states a verify boot also judged (-power-loss-boots)
+	BootErrors  []string      // verify boots of states that hung or failed: the lab's failure
 }
 
 // plState names one disk state: the writes up to the flush that opens
@@ -226,36 +228,71 @@ func (st *plStream) pick(budget int, seed uint64) []plState {
 // judgeState checks one state's disk image: journal replay, the log's files
 // copied out, the verify checks, and the acks its marker requires. It
 // returns the verdict, or an error when the lab could not judge.
-func judgeState(p labPolicy, slack time.Duration, img []byte, marker []byte, work []byte, scratch string) (Verdict, error) {
+func judgeState(p labPolicy, slack time.Duration, img []byte, marker []byte, work []byte, scratch string) (Verdict, verified, error) {
 	imgPath := filepath.Join(scratch, "state.img")
 	if err := os.WriteFile(imgPath, img, 0o644); err != nil {
-		return Verdict{}, err
+		return Verdict{}, verified{}, err
 	}
 	fsck := exec.Command("e2fsck", "-fy", imgPath)
 	out, err := fsck.CombinedOutput()
 	var ee *exec.ExitError
 	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() < 4) {
-		return Verdict{Violations: []string{fmt.Sprintf("e2fsck could not repair the filesystem (%v): %s", err, lastLines(out, 3))}}, nil
+		return Verdict{Violations: []string{fmt.Sprintf("e2fsck could not repair the filesystem (%v): %s", err, lastLines(out, 3))}}, verified{}, nil
 	}
 	files := filepath.Join(scratch, "files")
 	os.RemoveAll(files)
 	if err := os.MkdirAll(files, 0o755); err != nil {
-		return Verdict{}, err
+		return Verdict{}, verified{}, err
 	}
 	dump := exec.Command("debugfs", "-R", "rdump /wal "+files, imgPath)
 	if out, err := dump.CombinedOutput(); err != nil {
-		return Verdict{}, fmt.Errorf("debugfs rdump: %v: %s", err, out)
+		return Verdict{}, verified{}, fmt.Errorf("debugfs rdump: %v: %s", err, out)
 	}
 	dir := filepath.Join(files, "wal")
 	if _, err := os.Stat(dir); err != nil {
 		if err := os.MkdirAll(dir, 0o755); err != nil { // before the log's directory was created
-			return Verdict{}, err
+			return Verdict{}, verified{}, err
 		}
 	}
 	v := verifyLog(dir, recMax)
 	t := requiredTrial(p.Name, work, marker)
 	t.OpenErr, t.ReopenErr, t.Recs = v.OpenErr, v.ReopenErr, v.Recs
-	return Judge(t, p.Promise(slack)), nil
+	return Judge(t, p.Promise(slack)), v, nil
+}
+
+// bootState boots the guest's verify mode on a state's image (the kernel
+// replays ext4's journal at mount) and reports any disagreement with what
+// the host read from the same state after e2fsck: the reference for the
+// host's journal replay.
+func (l *lab) bootState(img []byte, host verified, scratch string) (string, error) {
+	path := filepath.Join(scratch, "boot.img")
+	if err := os.WriteFile(path, img, 0o644); err != nil {
+		return "", err
+	}
+	shmPath := filepath.Join(scratch, "boot.shm")
+	if err := os.WriteFile(shmPath, make([]byte, shmSize), 0o600); err != nil {
+		return "", err
+	}
+	defer os.Remove(shmPath)
+	if _, err := l.boot(l.accel, path, "", shmPath, "cl.mode=verify", filepath.Join(scratch, "console-boot.log"), l.c.timeout); err != nil {
+		return "", err
+	}
+	ver, err := os.ReadFile(shmPath)
+	if err != nil {
+		return "", err
+	}
+	guestOpen := u64(ver, hdrVerify)
+	switch {
+	case guestOpen == 0:
+		return "", fmt.Errorf("the verify boot reported nothing: %s", msg(ver))
+	case guestOpen == 2 && host.OpenErr == "":
+		return fmt.Sprintf("the verify boot's Open failed (%s) where the host's succeeded", msg(ver)), nil
+	case guestOpen == 1 && host.OpenErr != "":
+		return fmt.Sprintf("the verify boot's Open succeeded where the host's failed (%s)", host.OpenErr), nil
+	case guestOpen == 1 && int(u64(ver, hdrNRecs)) != host.N:
+		return fmt.Sprintf("the verify boot read %d records, the host %d", u64(ver, hdrNRecs), host.N), nil
+	}
+	return "", nil
 }
 
 // requiredTrial is the crash boot's acks cut to those marker counts, timed
@@ -317,7 +354,7 @@ func (l *lab) powerLoss(dir string, p labPolicy, work []byte, seed uint64, only 
 	cur := slices.Clone(base)
 	img := make([]byte, len(base))
 	at := 0 // cur holds the disk at window at's opening flush
-	for _, s := range states {
+	for k, s := range states {
 		if s.Win < 0 || s.Win >= len(st.wins) {
 			return fail("state %s: the stream has %d windows", s, len(st.wins))
 		}
@@ -332,9 +369,21 @@ func (l *lab) powerLoss(dir string, p labPolicy, work []byte, seed uint64, only 
 		}
 		copy(img, cur)
 		st.build(img, s)
-		v, err := judgeState(p, l.c.slack, img, st.wins[s.Win].Marker, work, scratch)
+		v, host, err := judgeState(p, l.c.slack, img, st.wins[s.Win].Marker, work, scratch)
 		if err != nil {
 			return fail("state %s: the lab could not judge it: %v", s, err)
+		}
+		if boots := l.c.powerLossBoots; boots > 0 && only == nil && (k*boots/len(states) != (k+1)*boots/len(states)) {
+			why, err := l.bootState(img, host, scratch)
+			switch {
+			case err != nil:
+				o.BootErrors = append(o.BootErrors, fmt.Sprintf("state %s: %v", s, err))
+			case why != "":
+				v.Violations = append(v.Violations, why)
+				o.Boots++
+			default:
+				o.Boots++
+			}
 		}
 		o.States++
 		o.Lost = append(o.Lost, v.Lost)
@@ -368,6 +417,9 @@ func (o *PowerLossOutcome) summary() string {
 		lm = fmt.Sprintf("%d / %d / %d", lost[0], lost[len(lost)/2], lost[len(lost)-1])
 	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "power loss: %d states of %d flushes, %d entries (seed %#x), up to %d acks required, lost %s, %d violations, %.0f s", o.States, o.Flushes, o.Entries, o.Seed, o.MaxRequired, lm, len(o.Violations), o.Seconds)
+	fmt.Fprintf(&b, "power loss: %d states of %d flushes, %d entries (seed %#x), up to %d acks required, lost %s, %d violations, %d verify boots agreed, %.0f s", o.States, o.Flushes, o.Entries, o.Seed, o.MaxRequired, lm, len(o.Violations), o.Boots, o.Seconds)
+	for _, e := range o.BootErrors {
+		fmt.Fprintf(&b, "\n      lab failure (no verdict): %s", e)
+	}
 	return b.String()
 }
