@@ -8,9 +8,10 @@ import (
 	"testing"
 )
 
-// TestLab runs the real lab (QEMU, a kernel crash, a verify boot): two
-// trials of SyncEveryCommit (one amid commits, one in a lull), which must
-// pass, and the same on both negative controls (-negative), which must be flagged.
+// TestLab runs the real lab (QEMU, a kernel crash, a verify boot, ten
+// power-loss states a trial): two trials of SyncEveryCommit (one amid
+// commits, one in a lull), which must pass, and the same on both negative
+// controls (-negative), which must be flagged, in the power-loss states too.
 // Only with CRASHLAB=1: it needs the tools main prints and a few minutes
 // under TCG.
 func TestLab(t *testing.T) {
@@ -25,7 +26,7 @@ func TestLab(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	lab := func(extra ...string) (string, int) {
-		args := append([]string{"-work", filepath.Join(work, "w"), "-trials", "2", "-policies", "SyncEveryCommit"}, extra...)
+		args := append([]string{"-work", filepath.Join(work, "w"), "-trials", "2", "-policies", "SyncEveryCommit", "-power-loss", "10"}, extra...)
 		out, err := exec.Command(bin, args...).CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); ok {
 			return string(out), ee.ExitCode()
@@ -43,8 +44,8 @@ func TestLab(t *testing.T) {
 		out, rc := lab("-negative", neg)
 		t.Logf("%s", out)
 		// Lost acks, or (when a skipped roll sync left a zeroed segment) a failed recovery.
-		if rc != 1 || !strings.Contains(out, "VIOLATION") {
-			t.Errorf("the negative control %s was not flagged: exit %d", neg, rc)
+		if rc != 1 || !strings.Contains(out, ": VIOLATION, crash") || !strings.Contains(out, "VIOLATION power loss") {
+			t.Errorf("the negative control %s was not flagged by both the OS crash and the power-loss states: exit %d", neg, rc)
 		}
 	}
 }

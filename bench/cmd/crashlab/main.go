@@ -3,10 +3,13 @@
 // goroutines and publishes every acknowledged commit through ivshmem shared
 // memory (which survives the guest), triggers a kernel crash (sysrq-c), and a
 // second boot on the same disk image recovers the log and reports what it
-// read. The host judges each trial against the policy's promise.
+// read. The host judges each trial against the policy's promise. With
+// -power-loss the crash boot's block writes are recorded and the disk
+// states a power loss could leave are judged too (powerloss.go).
 //
 //	go run ./bench/cmd/crashlab -trials 2
 //	go run ./bench/cmd/crashlab -negative broken -policies SyncEveryCommit   # negative control: must fail
+//	go run ./bench/cmd/crashlab -power-loss 150   # also judge 150 power-loss disk states per trial
 //
 // Exit status: 0 all trials kept their promises, 1 violations, 2 missing tools.
 package main
