@@ -298,7 +298,7 @@ func (l *lab) bootState(img []byte, host verified, scratch string) (string, erro
 // requiredTrial is the crash boot's acks cut to those marker counts, timed
 // at the marker (at the workload's start without one).
 func requiredTrial(policy string, work, marker []byte) Trial {
-	t := decode(policy, work, make([]byte, shmSize))
+	t := decode(policy, work, make([]byte, hdrMsg+hdrMsgMax)) // no verify results: only its header is read
 	t.CrashNs = int64(u64(work, hdrStartNs))
 	counts := make([]uint64, len(t.AckCounts))
 	if marker != nil {
