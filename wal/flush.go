@@ -36,22 +36,13 @@ func (l *Log) flush(need groupcommit.Level) (written, synced uint64, err error) 
 	l.app.Unlock()
 	defer l.writing.Store(false)
 
-	if syncBeforeWrite && need == groupcommit.Synced { // the crashlab_late negative control only
-		l.syncMu.Lock()
-		err = l.syncTimed(l.write.seg)
-		l.syncMu.Unlock()
-	}
-	if err == nil && len(b.buf) > 0 {
+	if len(b.buf) > 0 {
 		err = l.writeBuffer(b)
 		l.leader.groupsSinceSync.Add(1)
 	}
 	b.reset(0)
 	l.leader.spareBuf = b
-	if syncBeforeWrite && need == groupcommit.Synced {
-		if err == nil {
-			l.synced.Store(l.written.Load()) // the bug: claimed, not synced
-		}
-	} else if err == nil && (need == groupcommit.Synced || decide.SyncGroup(l.pol, decide.State{GroupsSinceSync: int(l.leader.groupsSinceSync.Load()) - 1})) {
+	if err == nil && (need == groupcommit.Synced || decide.SyncGroup(l.pol, decide.State{GroupsSinceSync: int(l.leader.groupsSinceSync.Load()) - 1})) {
 		err = l.syncWritten()
 	}
 	if err != nil {
@@ -346,13 +337,11 @@ func (l *Log) syncWrittenSynced(groups bool) (synced bool, err error) {
 	return true, nil
 }
 
-var syncHook = func(l *Log, s *segment) error { return l.syncFile(s.f) } // crashlab_broken.go replaces it
-
 // syncTimed syncs s, records the sync's timing, and applies the failure rule:
 // a failed sync is final (a test may set Options.unsafeRetrySync).
 func (l *Log) syncTimed(s *segment) error {
 	l.lastSyncStart.Store(int64(time.Since(l.opened)))
-	err := syncHook(l, s)
+	err := l.syncFile(s.f)
 	if err != nil {
 		l.stats.fsyncErrors.Add(1)
 		if l.opts.unsafeRetrySync {

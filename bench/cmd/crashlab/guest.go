@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -129,7 +130,11 @@ func guestWork(m shm, args map[string]string) error {
 		}
 		seg = n
 	}
-	l, err := wal.Open(walDir, wal.Options{Policy: p.Build(), SegmentSize: seg, SyncMethod: method})
+	fs, err := negativeFS(vfs.OS(), args["negative"])
+	if err != nil {
+		return err
+	}
+	l, err := wal.Open(walDir, wal.Options{FS: fs, Policy: p.Build(), SegmentSize: seg, SyncMethod: method})
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}
@@ -173,6 +178,15 @@ func guestWork(m shm, args map[string]string) error {
 			}
 		}()
 	}
+	if off := args["marker"]; off != "" {
+		n, err := strconv.ParseInt(off, 10, 64)
+		if err != nil {
+			return fmt.Errorf("cl.marker: %w", err)
+		}
+		if err := startMarkers(m, n); err != nil {
+			return err
+		}
+	}
 	time.Sleep(time.Duration(delay) * time.Millisecond)
 	if args["lull"] == "1" {
 		pause.Store(true)
@@ -197,66 +211,157 @@ func guestWork(m shm, args map[string]string) error {
 	return fmt.Errorf("the kernel survived sysrq-c: %v", err)
 }
 
+// startMarkers publishes the acknowledgements in the block stream for the
+// power-loss mode (-power-loss): a goroutine writes, whenever the published
+// ack counts have changed (checked every millisecond), a 512-byte marker
+// (magic, marker number, guest time, goroutines, each goroutine's ack count)
+// with O_DIRECT to /dev/vda at off (beyond the filesystem), cycling through
+// markerSlots sectors. Each count was published before its marker was
+// written, so every ack a marker counts lies after its commit's flush in the
+// recorded stream.
+func startMarkers(m shm, off int64) error {
+	f, err := os.OpenFile("/dev/vda", os.O_WRONLY|syscall.O_DIRECT, 0)
+	if err != nil {
+		return fmt.Errorf("markers: %w", err)
+	}
+	buf, err := syscall.Mmap(-1, 0, 4096, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return fmt.Errorf("markers: %w", err)
+	}
+	rs := regionSize(goroutines)
+	go func() {
+		last := make([]uint64, goroutines)
+		for k := uint64(1); ; {
+			changed := false
+			for g := range goroutines {
+				if c := m.load(ackBase + g*rs); c != last[g] {
+					last[g], changed = c, true
+				}
+			}
+			if changed {
+				b := buf[:markerLen]
+				binary.LittleEndian.PutUint64(b, markerMagic)
+				binary.LittleEndian.PutUint64(b[8:], k)
+				binary.LittleEndian.PutUint64(b[16:], uint64(time.Now().UnixNano()))
+				binary.LittleEndian.PutUint64(b[24:], goroutines)
+				for g, c := range last {
+					binary.LittleEndian.PutUint64(b[32+8*g:], c)
+				}
+				if _, err := f.WriteAt(b, off+int64(k%markerSlots)*markerLen); err != nil {
+					m.message("marker %d: %v", k, err)
+					return
+				}
+				k++
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	return nil
+}
+
 func guestVerify(m shm) error {
 	m.store(hdrPhase, phaseVerify)
-	l, err := wal.Open(walDir, wal.Options{SegmentSize: 4 << 20})
-	if err != nil {
+	v := verifyLog(walDir, recMax)
+	switch {
+	case v.OpenErr != "":
 		m.store(hdrVerify, 2)
-		m.message("recovery Open: %v", err)
+		m.message("%s", v.OpenErr)
 		return nil
 	}
 	m.store(hdrVerify, 1)
-	n, err := readAll(l, func(i int, lsn wal.LSN, rec []byte) {
-		if i >= recMax {
-			return
-		}
-		gid, seq, ok := checkPayload(rec)
+	for i, r := range v.Recs {
 		e := recBase + i*32
-		m.store(e, uint64(lsn))
-		m.store(e+8, gid)
-		m.store(e+16, seq)
+		m.store(e, r.LSN)
+		m.store(e+8, r.Gid)
+		m.store(e+16, r.Seq)
 		okw := uint64(0)
-		if ok {
+		if r.OK {
 			okw = 1
 		}
 		m.store(e+24, okw)
-	})
-	m.store(hdrNRecs, uint64(n))
-	if err != nil {
+	}
+	m.store(hdrNRecs, uint64(v.N))
+	if v.ReopenErr != "" {
 		m.store(hdrReopen, 2)
-		m.message("reading the recovered log: %v (info %+v)", err, l.Recovered())
+		m.message("%s", v.ReopenErr)
 		return nil
 	}
-	fail := func(err error) error { m.store(hdrReopen, 2); m.message("after recovery: %v", err); return nil }
+	m.store(hdrReopen, 1)
+	return nil
+}
+
+// verified is what verifyLog found.
+type verified struct {
+	OpenErr   string // recovery Open failed
+	ReopenErr string // reading, or append/Sync/Close/reopen after recovery, failed
+	Recs      []Rec  // the first max records read
+	N         int    // records read
+}
+
+// verifyLog recovers the log in dir, reads it, then appends a record,
+// syncs, closes, reopens, and checks the reopened log has one record more
+// and was closed cleanly: the checks of the verify boot, run in the guest
+// after an OS crash and on the host over a power-loss state's files.
+func verifyLog(dir string, max int) verified {
+	var v verified
+	l, err := wal.Open(dir, wal.Options{SegmentSize: 4 << 20})
+	if err != nil {
+		v.OpenErr = fmt.Sprintf("recovery Open: %v", err)
+		return v
+	}
+	n, err := readAll(l, func(i int, lsn wal.LSN, rec []byte) {
+		if i >= max {
+			return
+		}
+		gid, seq, ok := checkPayload(rec)
+		v.Recs = append(v.Recs, Rec{LSN: uint64(lsn), Gid: gid, Seq: seq, OK: ok})
+	})
+	v.N = n
+	if err != nil {
+		v.ReopenErr = fmt.Sprintf("reading the recovered log: %v (info %+v)", err, l.Recovered())
+		l.Close()
+		return v
+	}
+	if err := reopen(l, dir, n); err != nil {
+		v.ReopenErr = fmt.Sprintf("after recovery: %v", err)
+	}
+	return v
+}
+
+// reopen appends one record to the recovered log l (n records), syncs,
+// closes, and reopens it.
+func reopen(l *wal.Log, dir string, n int) error {
 	b := make([]byte, payloadLen)
 	payload(b, 1<<20, 0, time.Now().UnixNano())
 	if _, err := l.Append(b); err != nil {
-		return fail(fmt.Errorf("append: %w", err))
+		l.Close()
+		return fmt.Errorf("append: %w", err)
 	}
 	if err := l.Sync(); err != nil {
-		return fail(fmt.Errorf("sync: %w", err))
+		l.Close()
+		return fmt.Errorf("sync: %w", err)
 	}
 	if err := l.Close(); err != nil {
-		return fail(fmt.Errorf("close: %w", err))
+		return fmt.Errorf("close: %w", err)
 	}
-	l, err = wal.Open(walDir, wal.Options{SegmentSize: 4 << 20})
+	l, err := wal.Open(dir, wal.Options{SegmentSize: 4 << 20})
 	if err != nil {
-		return fail(fmt.Errorf("reopen: %w", err))
+		return fmt.Errorf("reopen: %w", err)
 	}
+	defer l.Close()
 	n2, err := readAll(l, func(int, wal.LSN, []byte) {})
 	if err != nil {
-		return fail(fmt.Errorf("reading after reopen: %w", err))
+		return fmt.Errorf("reading after reopen: %w", err)
 	}
 	if n2 != n+1 {
-		return fail(fmt.Errorf("reopen read %d records, want %d", n2, n+1))
+		return fmt.Errorf("reopen read %d records, want %d", n2, n+1)
 	}
 	if !l.Recovered().Clean {
-		return fail(errors.New("reopen after Close: Recovered().Clean is false"))
+		return errors.New("reopen after Close: Recovered().Clean is false")
 	}
 	if err := l.Close(); err != nil {
-		return fail(fmt.Errorf("close after reopen: %w", err))
+		return fmt.Errorf("close after reopen: %w", err)
 	}
-	m.store(hdrReopen, 1)
 	return nil
 }
 

@@ -46,6 +46,13 @@ const (
 
 	goroutines = 4
 	payloadLen = 64
+
+	// The power-loss mode's ack markers (guest.go's startMarkers), written
+	// to the disk beyond the filesystem: markerSlots sectors of markerLen
+	// bytes, each magic, marker number, guest time, goroutines, ack counts.
+	markerMagic = 0x72656b72616d6c63 // "clmarker"
+	markerLen   = 512
+	markerSlots = 2048
 )
 
 func regionSize(g int) int { return ((ackEnd - ackBase) / g) &^ 63 }

@@ -3,10 +3,13 @@
 // goroutines and publishes every acknowledged commit through ivshmem shared
 // memory (which survives the guest), triggers a kernel crash (sysrq-c), and a
 // second boot on the same disk image recovers the log and reports what it
-// read. The host judges each trial against the policy's promise.
+// read. The host judges each trial against the policy's promise. With
+// -power-loss the crash boot's block writes are recorded and the disk
+// states a power loss could leave are judged too (powerloss.go).
 //
 //	go run ./bench/cmd/crashlab -trials 2
-//	go run -tags crashlab_broken ./bench/cmd/crashlab -policies SyncEveryCommit   # negative control: must fail
+//	go run ./bench/cmd/crashlab -negative broken -policies SyncEveryCommit   # negative control: must fail
+//	go run ./bench/cmd/crashlab -power-loss 150   # also judge 150 power-loss disk states per trial
 //
 // Exit status: 0 all trials kept their promises, 1 violations, 2 missing tools.
 package main
@@ -20,6 +23,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -41,23 +45,27 @@ func main() {
 }
 
 type config struct {
-	trials   int
-	policies []labPolicy
-	jsonOut  string
-	work     string
-	slack    time.Duration
-	minDelay time.Duration
-	maxDelay time.Duration
-	timeout  time.Duration
-	accel    string
-	redis    []string // appendfsync words Redis runs under (-redis)
+	trials         int
+	policies       []labPolicy
+	jsonOut        string
+	work           string
+	slack          time.Duration
+	minDelay       time.Duration
+	maxDelay       time.Duration
+	timeout        time.Duration
+	accel          string
+	redis          []string // appendfsync words Redis runs under (-redis)
+	negative       string   // the negative control the guest's log runs on (-negative), or ""
+	powerLoss      int      // power-loss states judged per trial (-power-loss), 0 for none
+	seed           uint64   // the power-loss states' seed (-seed)
+	powerLossBoots int      // power-loss states per trial also judged by a verify boot (-power-loss-boots)
 }
 
 // TrialReport is one trial in the -json output.
 type TrialReport struct {
 	Policy        string
 	Trial         int
-	Broken        string // the negative-control build, empty for the real library
+	Broken        string // the negative control (-negative), empty for the real library
 	DelayMs       int
 	Lull          bool   // the committers were stopped, each after its last ack, 1 ms before the crash
 	LabFailure    string // the emulated guest hung: no verdict, the trial is run again
@@ -66,7 +74,8 @@ type TrialReport struct {
 	Recovered     int
 	Violations    []string
 	BootSeconds   float64
-	Redis         *RedisOutcome `json:",omitempty"` // a Redis trial (-redis)
+	Redis         *RedisOutcome     `json:",omitempty"` // a Redis trial (-redis)
+	PowerLoss     *PowerLossOutcome `json:",omitempty"` // the power-loss states (-power-loss)
 }
 
 func hostMain(argv []string, out *os.File) int {
@@ -85,6 +94,11 @@ func hostMain(argv []string, out *os.File) int {
 	fs.StringVar(&c.accel, "accel", "tcg", "tcg, kvm, or auto (kvm if a probe guest boots under it, else tcg)")
 	var methods string
 	fs.StringVar(&methods, "sync-methods", "fdatasync", "comma-separated sync methods to run each policy under (fdatasync, fsync, O_DSYNC, O_DIRECT, O_DIRECT|O_DSYNC), or all")
+	fs.StringVar(&c.negative, "negative", "", "run the log on a negative-control filesystem that must be caught: broken (Sync does nothing) or late (each write held until the next Sync, so every group is acknowledged one fsync early); meant for SyncEveryCommit with fdatasync")
+	fs.IntVar(&c.powerLoss, "power-loss", 0, "also record each crash boot's block writes (QEMU blklogwrites) and judge up to this many power-loss disk states per trial built from them (0: off)")
+	fs.IntVar(&c.powerLossBoots, "power-loss-boots", 0, "of each trial's power-loss states, boot the guest's verify mode on this many (the kernel replays the journal) and check it agrees with the host's judgement")
+	fs.Uint64Var(&c.seed, "seed", 0, "seed of the power-loss states (0: a random one, printed)")
+	plState := fs.String("power-loss-state", "", "rebuild and judge one power-loss state, as a violation names it (trial-dir:window:kind:seed), with the one policy of -policies, and exit")
 	segSize := fs.Int64("segment-size", defaultSegSize, "the guest log's segment size in bytes (small sizes make the crash fall during rolls)")
 	if err := fs.Parse(argv); err != nil {
 		return 2
@@ -119,6 +133,10 @@ func hostMain(argv []string, out *os.File) int {
 			ms = append(ms, m)
 		}
 	}
+	if _, err := negativeFS(vfs.OS(), c.negative); err != nil {
+		fmt.Fprintf(os.Stderr, "crashlab: -negative: %v\n", err)
+		return 2
+	}
 	if *segSize < 4<<10 || *segSize%(4<<10) != 0 {
 		fmt.Fprintf(os.Stderr, "crashlab: -segment-size %d: want a multiple of 4096 bytes\n", *segSize)
 		return 2
@@ -133,6 +151,20 @@ func hostMain(argv []string, out *os.File) int {
 	if missing := missingRedis(); len(c.redis) > 0 && len(missing) > 0 {
 		fmt.Fprintf(os.Stderr, "crashlab: -redis needs %s\n", strings.Join(missing, ", "))
 		return 2
+	}
+	if *plState != "" {
+		return replayState(c, *plState, out)
+	}
+	if c.powerLoss > 0 {
+		for _, t := range []string{"e2fsck", "debugfs"} {
+			if _, err := exec.LookPath(t); err != nil {
+				fmt.Fprintf(os.Stderr, "crashlab: -power-loss needs %s (e2fsprogs)\n", t)
+				return 2
+			}
+		}
+		if c.seed == 0 {
+			c.seed = rand.Uint64()
+		}
 	}
 	if missing := missingTools(); len(missing) > 0 {
 		fmt.Fprintf(os.Stderr, "crashlab: missing tools: %s\ninstall them with:\n  apt-get update && apt-get install -y qemu-system-x86 busybox-static e2fsprogs cpio\n", strings.Join(missing, ", "))
@@ -152,10 +184,14 @@ func hostMain(argv []string, out *os.File) int {
 		return 2
 	}
 	build := "the library as released"
-	if brokenBuild != "" {
-		build = "NEGATIVE CONTROL " + brokenBuild
+	if c.negative != "" {
+		build = fmt.Sprintf("NEGATIVE CONTROL -negative %s: %s", c.negative, negativeControls[c.negative])
 	}
-	fmt.Fprintf(out, "crashlab: kernel %s, accel %s, work dir %s, build: %s\n\n", lab.kernelPkg, lab.accel, c.work, build)
+	fmt.Fprintf(out, "crashlab: kernel %s, accel %s, work dir %s, build: %s\n", lab.kernelPkg, lab.accel, c.work, build)
+	if c.powerLoss > 0 {
+		fmt.Fprintf(out, "crashlab: power loss: up to %d states a trial, -seed %d\n", c.powerLoss, c.seed)
+	}
+	fmt.Fprintln(out)
 	var reports []TrialReport
 	bad, labFailed := false, false
 	for _, p := range c.policies {
@@ -180,6 +216,20 @@ func hostMain(argv []string, out *os.File) int {
 			fmt.Fprintf(out, "%s trial %d: %s, crash %s after %d ms, acked %d, lost %d, recovered %d, %.0f s\n", p.Name, i, status, when, r.DelayMs, r.Acked, r.Lost, r.Recovered, r.BootSeconds)
 			for _, v := range r.Violations {
 				fmt.Fprintf(out, "    %s\n", v)
+			}
+			if o := r.PowerLoss; o != nil {
+				status := "ok"
+				if len(o.Violations) > 0 {
+					bad, status = true, "VIOLATION"
+				}
+				fmt.Fprintf(out, "    %s %s\n", status, o.summary())
+				for i, v := range o.Violations {
+					if i == 5 {
+						fmt.Fprintf(out, "      ... (%d more)\n", len(o.Violations)-5)
+						break
+					}
+					fmt.Fprintf(out, "      %s\n", v)
+				}
 			}
 		}
 	}
@@ -228,7 +278,11 @@ func missingTools() []string {
 }
 
 func table(c config, rs []TrialReport) string {
-	t := measure.NewTable("policy", "trials", "acked (total)", "lost min / median / max", "oldest lost ack age", "promise (lost on power loss)", "violations")
+	cols := []string{"policy", "trials", "acked (total)", "lost min / median / max", "oldest lost ack age", "promise (lost on power loss)", "violations"}
+	if c.powerLoss > 0 {
+		cols = append(cols, "power-loss states", "lost per state min / median / max", "oldest lost ack age (power loss)", "violations (power loss)")
+	}
+	t := measure.NewTable(cols...)
 	for _, p := range c.policies {
 		var lost []uint64
 		var acked uint64
@@ -253,7 +307,29 @@ func table(c config, rs []TrialReport) string {
 		if len(lost) > 0 {
 			lm = fmt.Sprintf("%d / %d / %d", lost[0], lost[len(lost)/2], lost[len(lost)-1])
 		}
-		t.Row(p.Name, n, measure.Thousands(int64(acked)), lm, age, p.Promise(c.slack).Text, viol)
+		row := []any{p.Name, n, measure.Thousands(int64(acked)), lm, age, p.Promise(c.slack).Text, viol}
+		if c.powerLoss > 0 {
+			var plLost []uint64
+			plOldest, states, plViol := time.Duration(-1), 0, 0
+			for _, r := range rs {
+				if r.Policy == p.Name && r.PowerLoss != nil {
+					plLost = append(plLost, r.PowerLoss.Lost...)
+					plOldest = max(plOldest, r.PowerLoss.OldestLost)
+					states += r.PowerLoss.States
+					plViol += len(r.PowerLoss.Violations)
+				}
+			}
+			slices.Sort(plLost)
+			plm, plAge := "—", "—"
+			if len(plLost) > 0 {
+				plm = fmt.Sprintf("%d / %d / %d", plLost[0], plLost[len(plLost)/2], plLost[len(plLost)-1])
+			}
+			if plOldest >= 0 {
+				plAge = plOldest.Round(time.Millisecond).String()
+			}
+			row = append(row, measure.Thousands(int64(states)), plm, plAge, plViol)
+		}
+		t.Row(row...)
 	}
 	var b strings.Builder
 	t.Fprint(&b)
@@ -416,7 +492,7 @@ func kvmBoots(l *lab) bool {
 	}
 	defer os.RemoveAll(dir)
 	img := filepath.Join(dir, "disk.img")
-	if err := mkDisk(img); err != nil {
+	if err := mkDisk(img, false); err != nil {
 		return false
 	}
 	shmPath := filepath.Join("/dev/shm", "crashlab-"+filepath.Base(dir))
@@ -424,21 +500,33 @@ func kvmBoots(l *lab) bool {
 	if err := os.WriteFile(shmPath, make([]byte, shmSize), 0o600); err != nil {
 		return false
 	}
-	_, err = l.boot("kvm", img, shmPath, "cl.mode=verify", filepath.Join(dir, "console.log"), 60*time.Second)
+	_, err = l.boot("kvm", img, "", shmPath, "cl.mode=verify", filepath.Join(dir, "console.log"), 60*time.Second)
 	b, _ := os.ReadFile(shmPath)
 	return err == nil && len(b) >= 64 && binary.LittleEndian.Uint64(b[hdrVerify:]) != 0
 }
 
-func mkDisk(img string) error {
+// mkDisk makes an ext4 disk image: 256 MiB, or for the power-loss mode a
+// 64 MiB filesystem (small, so each state costs little; inode tables and
+// journal written by mkfs, not lazily by the guest) followed by the ack
+// markers' sectors.
+func mkDisk(img string, powerLoss bool) error {
 	f, err := os.Create(img)
 	if err != nil {
 		return err
 	}
-	if err := f.Truncate(256 << 20); err != nil {
+	size := int64(256 << 20)
+	if powerLoss {
+		size = plDiskBytes
+	}
+	if err := f.Truncate(size); err != nil {
 		f.Close()
 		return err
 	}
 	f.Close()
+	if powerLoss {
+		_, err = run(filepath.Dir(img), "mkfs.ext4", "-F", "-q", "-b", "4096", "-E", "lazy_itable_init=0,lazy_journal_init=0", img, fmt.Sprintf("%dk", plFsBytes>>10))
+		return err
+	}
 	_, err = run(filepath.Dir(img), "mkfs.ext4", "-F", "-q", img)
 	return err
 }
@@ -518,8 +606,10 @@ func moduleOrder(moddir string, want []string) ([]string, error) {
 	return order, nil
 }
 
-// boot runs one guest to its end (power off or panic with -no-reboot).
-func (l *lab) boot(accel, img, shmPath, args, console string, timeout time.Duration) (time.Duration, error) {
+// boot runs one guest to its end (power off or panic with -no-reboot). With
+// wlog set, the disk sits behind QEMU's blklogwrites driver, which records
+// every write and flush into the file wlog (it must exist).
+func (l *lab) boot(accel, img, wlog, shmPath, args, console string, timeout time.Duration) (time.Duration, error) {
 	acc := []string{"-accel", "tcg,thread=multi"}
 	if accel == "kvm" {
 		acc = []string{"-accel", "kvm", "-cpu", "host"}
@@ -528,7 +618,19 @@ func (l *lab) boot(accel, img, shmPath, args, console string, timeout time.Durat
 		"-m", "512", "-smp", "2", "-no-reboot", "-nographic",
 		"-kernel", l.kernel, "-initrd", l.initrd,
 		"-append", "console=ttyS0 panic=-1 quiet "+args,
-		"-drive", "file="+img+",format=raw,if=virtio,cache=writeback",
+	)
+	if wlog == "" {
+		qargs = append(qargs, "-drive", "file="+img+",format=raw,if=virtio,cache=writeback")
+	} else {
+		// No write-zeroes or discard requests: QEMU 7.2's blklogwrites could
+		// misplace a write-zeroes entry when requests overlap.
+		qargs = append(qargs,
+			"-blockdev", "driver=file,filename="+img+",node-name=img0,cache.direct=off",
+			"-blockdev", "driver=file,filename="+wlog+",node-name=wlog0",
+			"-blockdev", "driver=blklogwrites,file=img0,log=wlog0,log-sector-size=512,node-name=lw0",
+			"-device", "virtio-blk-pci,drive=lw0,write-cache=on,discard=off,write-zeroes=off")
+	}
+	qargs = append(qargs,
 		"-object", "memory-backend-file,id=m,share=on,mem-path="+shmPath+",size="+fmt.Sprint(shmSize>>20)+"M",
 		"-device", "ivshmem-plain,memdev=m",
 	)
@@ -572,7 +674,7 @@ func (r *TrialReport) hung(what string, err error, fail func(string, ...any) Tri
 
 // trial: fresh disk, crash boot, verify boot, judge.
 func (l *lab) trial(p labPolicy, i int) TrialReport {
-	r := TrialReport{Policy: p.Name, Trial: i, Broken: brokenBuild, OldestLostAge: -1}
+	r := TrialReport{Policy: p.Name, Trial: i, Broken: l.c.negative, OldestLostAge: -1}
 	dir := filepath.Join(l.c.work, fmt.Sprintf("trial-%s-%d", safeName(p.Name), i))
 	os.RemoveAll(dir)
 	fail := func(format string, a ...any) TrialReport {
@@ -583,8 +685,20 @@ func (l *lab) trial(p labPolicy, i int) TrialReport {
 		return fail("%v", err)
 	}
 	img := filepath.Join(dir, "disk.img")
-	if err := mkDisk(img); err != nil {
+	pl := l.c.powerLoss > 0
+	if err := mkDisk(img, pl); err != nil {
 		return fail("mkfs: %v", err)
+	}
+	wlog, marker := "", ""
+	if pl {
+		if err := copyFile(img, filepath.Join(dir, "disk0.img"), 0o644); err != nil {
+			return fail("%v", err)
+		}
+		wlog = filepath.Join(dir, "wlog.bin")
+		if err := os.WriteFile(wlog, nil, 0o644); err != nil {
+			return fail("%v", err)
+		}
+		marker = fmt.Sprintf(" cl.marker=%d", plFsBytes)
 	}
 	shmPath := fmt.Sprintf("/dev/shm/crashlab-%d-%s-%d", os.Getpid(), safeName(p.Name), i)
 	defer os.Remove(shmPath)
@@ -598,7 +712,7 @@ func (l *lab) trial(p labPolicy, i int) TrialReport {
 	if r.Lull {
 		lull = 1
 	}
-	t1, err := l.boot(l.accel, img, shmPath, fmt.Sprintf("cl.mode=work cl.policy=%s cl.delayms=%d cl.lull=%d cl.method=%s cl.segsize=%d", guestName(p), r.DelayMs, lull, strings.ReplaceAll(p.Method.String(), "|", "+"), p.SegSize), filepath.Join(dir, "console-crash.log"), l.c.timeout)
+	t1, err := l.boot(l.accel, img, wlog, shmPath, fmt.Sprintf("cl.mode=work cl.policy=%s cl.delayms=%d cl.lull=%d cl.method=%s cl.segsize=%d cl.negative=%s%s", guestName(p), r.DelayMs, lull, strings.ReplaceAll(p.Method.String(), "|", "+"), p.SegSize, l.c.negative, marker), filepath.Join(dir, "console-crash.log"), l.c.timeout)
 	if err != nil {
 		return r.hung("crash boot", err, fail)
 	}
@@ -620,7 +734,7 @@ func (l *lab) trial(p labPolicy, i int) TrialReport {
 	if err := os.WriteFile(shmPath, make([]byte, shmSize), 0o600); err != nil {
 		return fail("%v", err)
 	}
-	t2, err := l.boot(l.accel, img, shmPath, "cl.mode=verify", filepath.Join(dir, "console-verify.log"), l.c.timeout)
+	t2, err := l.boot(l.accel, img, "", shmPath, "cl.mode=verify", filepath.Join(dir, "console-verify.log"), l.c.timeout)
 	r.BootSeconds = (t1 + t2).Seconds()
 	if err != nil {
 		return r.hung("verify boot", err, fail)
@@ -640,7 +754,53 @@ func (l *lab) trial(p labPolicy, i int) TrialReport {
 	v := Judge(t, p.Promise(l.c.slack))
 	r.Acked, r.Lost, r.OldestLostAge, r.Recovered = v.Acked, v.Lost, v.OldestLostAge, len(t.Recs)
 	r.Violations = append(r.Violations, v.Violations...)
+	if pl {
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%d/%s/%d", l.c.seed, p.Name, i)
+		o := l.powerLoss(dir, p, work, h.Sum64(), nil)
+		r.PowerLoss = &o
+	}
 	return r
+}
+
+// replayState rebuilds and judges one power-loss state (-power-loss-state)
+// from a trial directory's block log and shared memory.
+func replayState(c config, spec string, out *os.File) int {
+	i := strings.LastIndex(spec, ":")
+	i = strings.LastIndex(spec[:max(i, 0)], ":")
+	i = strings.LastIndex(spec[:max(i, 0)], ":")
+	if i <= 0 {
+		fmt.Fprintf(os.Stderr, "crashlab: -power-loss-state %q: want trial-dir:window:kind:seed\n", spec)
+		return 2
+	}
+	dir := spec[:i]
+	s, err := parsePLState(spec[i+1:])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "crashlab: -power-loss-state: %v\n", err)
+		return 2
+	}
+	if len(c.policies) != 1 {
+		fmt.Fprintln(os.Stderr, "crashlab: -power-loss-state needs the trial's policy: -policies with exactly one (and -sync-methods one)")
+		return 2
+	}
+	work, err := os.ReadFile(filepath.Join(dir, "shm-crash.bin"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crashlab:", err)
+		return 2
+	}
+	l := &lab{c: c}
+	o := l.powerLoss(dir, c.policies[0], work, 0, []plState{s})
+	fmt.Fprintf(out, "%s: %s\n", s, o.summary())
+	for _, k := range o.Kept {
+		fmt.Fprintf(out, "  the state's image, after e2fsck: %s\n", k)
+	}
+	for _, v := range o.Violations {
+		fmt.Fprintf(out, "  %s\n", v)
+	}
+	if len(o.Violations) > 0 {
+		return 1
+	}
+	return 0
 }
 
 func u64(b []byte, off int) uint64 { return binary.LittleEndian.Uint64(b[off:]) }

@@ -157,7 +157,7 @@ func (l *lab) redisTrial(word string, i int) TrialReport {
 		return fail("%v", err)
 	}
 	img := filepath.Join(dir, "disk.img")
-	if err := mkDisk(img); err != nil {
+	if err := mkDisk(img, false); err != nil {
 		return fail("mkfs: %v", err)
 	}
 	shmPath := fmt.Sprintf("/dev/shm/crashlab-%d-redis-%s-%d", os.Getpid(), word, i)
@@ -173,7 +173,7 @@ func (l *lab) redisTrial(word string, i int) TrialReport {
 		lull = 1
 	}
 	crashConsole := filepath.Join(dir, "console-crash.log")
-	t1, err := l.boot(l.accel, img, shmPath, fmt.Sprintf("cl.mode=redis-work cl.appendfsync=%s cl.delayms=%d cl.lull=%d", word, r.DelayMs, lull),
+	t1, err := l.boot(l.accel, img, "", shmPath, fmt.Sprintf("cl.mode=redis-work cl.appendfsync=%s cl.delayms=%d cl.lull=%d", word, r.DelayMs, lull),
 		crashConsole, l.c.timeout)
 	if err != nil {
 		return r.hung("crash boot", err, fail)
@@ -194,7 +194,7 @@ func (l *lab) redisTrial(word string, i int) TrialReport {
 		return fail("%v", err)
 	}
 	verifyConsole := filepath.Join(dir, "console-verify.log")
-	t2, err := l.boot(l.accel, img, shmPath, "cl.mode=redis-verify cl.appendfsync="+word, verifyConsole, l.c.timeout)
+	t2, err := l.boot(l.accel, img, "", shmPath, "cl.mode=redis-verify cl.appendfsync="+word, verifyConsole, l.c.timeout)
 	r.BootSeconds = (t1 + t2).Seconds()
 	if err != nil {
 		return r.hung("verify boot", err, fail)
