@@ -409,3 +409,35 @@ func TestRepairDamagedEpochKeepsDroppedFramesOut(t *testing.T) {
 	_, got, _ := replay(t, mem, opts)
 	require.True(t, slices.EqualFunc(recs[:112], got, bytes.Equal), "%d records", len(got))
 }
+
+// A damaged first-lsn of a log whose start RemoveBefore moved: Repair
+// records the lowest segment's first LSN again, and every record from there
+// on is kept.
+func TestRepairDamagedFirstLSNAfterRemoveBefore(t *testing.T) {
+	mem, recs, lsns, _ := memLog(t, 120)
+	l, err := wal.Open(logDir, wal.Options{FS: mem, SegmentSize: 8 << 10})
+	require.NoError(t, err)
+	_, err = l.RemoveBefore(lsns[60])
+	require.NoError(t, err)
+	start := l.FirstLSN()
+	require.NoError(t, l.Close())
+	require.NotZero(t, start)
+	k := slices.Index(lsns, start)
+	require.Positive(t, k)
+	memFlip(t, mem, "first-lsn", 12)
+	opts := wal.Options{FS: mem, SegmentSize: 8 << 10, VerifyOnOpen: true}
+	_, err = wal.OpenReadOnly(logDir, opts)
+	require.ErrorIs(t, err, wal.ErrCorrupt)
+
+	rep, err := wal.Repair(logDir, opts)
+	require.NoError(t, err)
+	require.Len(t, rep.Records, 1)
+	require.Equal(t, "first-lsn", rep.Records[0].Name)
+	require.Zero(t, rep.LostBytes)
+	_, got, info := replay(t, mem, opts)
+	require.Equal(t, start, info.FirstLSN)
+	require.True(t, slices.EqualFunc(recs[k:], got, bytes.Equal), "%d records, want %d", len(got), len(recs)-k)
+	// The damaged bytes are kept.
+	b := readFile(t, mem, rep.Records[0].Copy)
+	require.Len(t, b, 16)
+}

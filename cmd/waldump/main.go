@@ -67,6 +67,7 @@ type dump struct {
 	Epoch       *epochRecord         `json:"epoch"`
 	Segments    []segment            `json:"segments"`
 	Quarantined []wal.QuarantineFile `json:"quarantined"`
+	Repairs     []string             `json:"repairs"`
 	Temp        []string             `json:"temp"`
 	Foreign     []string             `json:"foreign"`
 	Verdict     verdict              `json:"verdict"`
@@ -236,7 +237,7 @@ func collect(dir string, withFrames bool, n int) (*dump, error) {
 		}
 		return nil, errors.New(msg)
 	}
-	d := &dump{Dir: dir, Quarantined: di.Quarantined, Temp: di.Temp, Foreign: di.Foreign}
+	d := &dump{Dir: dir, Quarantined: di.Quarantined, Repairs: di.Repairs, Temp: di.Temp, Foreign: di.Foreign}
 	if di.First.Present {
 		d.FirstLSN = &lsnRecord{LSN: di.First.LSN, Error: errString(di.First.Err)}
 	}
@@ -407,6 +408,9 @@ func printText(w io.Writer, d *dump) {
 	}
 	for _, q := range d.Quarantined {
 		fmt.Fprintf(w, "quarantined: %s  LSN %d to %d  %d bytes\n", q.Name, q.FromLSN, q.EndLSN, q.Bytes)
+	}
+	for _, n := range d.Repairs {
+		fmt.Fprintf(w, "repair file: %s\n", n)
 	}
 	for _, n := range d.Temp {
 		fmt.Fprintf(w, "temporary file: %s\n", n)
