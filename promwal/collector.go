@@ -74,7 +74,7 @@ var DurationBuckets = func() []float64 {
 //     group_flush_ewma_seconds, recovery_duration_seconds,
 //     recovery_torn_bytes, recovery_unvouched_bytes, recovery_clean (0/1),
 //     recovery_quarantined_files, and info (value 1) with labels
-//     sync_method and sync_method_fallback.
+//     policy (wal.Stats.Policy), sync_method and sync_method_fallback.
 //
 // A Collector is safe for concurrent use; scrapes do not stop appends.
 // Register it once per Log; after the Log is closed it keeps reporting the
@@ -116,7 +116,7 @@ func NewCollector(l *wal.Log, opts Options) *Collector {
 		writ:      desc("write_duration_seconds", "Duration of the write calls to segment files."),
 		commit:    desc("commit_duration_seconds", "Time from an Append call to its successful return, by what the commit waited for.", "wait"),
 		groupSize: desc("group_size", "Commits (waits) covered by one group-commit flush."),
-		info:      desc("info", "Constant 1; labels tell the sync method in use and whether it is a fallback.", "sync_method", "sync_method_fallback"),
+		info:      desc("info", "Constant 1; labels tell the durability policy and the sync method in use, and whether the sync method is a fallback.", "policy", "sync_method", "sync_method_fallback"),
 	}
 	counter := func(name, help string, get func(*wal.Stats) uint64) {
 		c.scalars = append(c.scalars, scalar{desc(name, help), prometheus.CounterValue,
@@ -222,7 +222,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- durationHistogram(c.commit, s.CommitWaitWritten, "written")
 	ch <- durationHistogram(c.commit, s.CommitWaitSynced, "synced")
 	ch <- groupSizeHistogram(c.groupSize, s.Group)
-	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, s.SyncMethod.String(), strconv.FormatBool(s.SyncMethodFallback))
+	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, s.Policy, s.SyncMethod.String(), strconv.FormatBool(s.SyncMethodFallback))
 }
 
 // durationHistogram converts h to a Prometheus histogram in seconds with

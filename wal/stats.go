@@ -226,6 +226,11 @@ type Stats struct {
 	// policy.SyncEveryN); Fsyncs also counts background, roll and segment
 	// syncs, which are not groups.
 	Group groupcommit.Stats
+	// Policy is the durability policy in use, in the text policy.Parse
+	// reads (Options.Policy.String(): "sync-every-commit" by default). The
+	// policy is not recorded in the log: a log may be reopened with
+	// another one, and Policy then says the new one.
+	Policy string
 	// SyncMethod is the sync method in use; SyncMethodFallback reports that
 	// it is a fallback from Options.SyncMethod, which the filesystem
 	// refused (Options.AllowSyncMethodFallback).
@@ -307,6 +312,7 @@ func (l *Log) Stats() Stats {
 		PaddingBytes:            c.paddingBytes.Load(),
 		FullBlockWrites:         c.fullBlockWrites.Load(),
 		PartialBlockWrites:      c.partialBlockWrites.Load(),
+		Policy:                  l.opts.Policy.String(),
 		SyncMethod:              l.method,
 		SyncMethodFallback:      l.fellBack,
 		DirectIOAlignment:       l.write.dio.align,
@@ -326,6 +332,15 @@ func (l *Log) Stats() Stats {
 		ReaderRecords:     c.readerRecords.Load(),
 	}
 }
+
+// Options returns the options the log runs with: those given to Open or
+// OpenReadOnly, every zero field set to its default. SyncMethod is the one
+// asked for; Stats.SyncMethod is the one in use (they differ after a
+// fallback, Options.AllowSyncMethodFallback). Nothing of it is recorded in
+// the log's files but the segment size, in each segment's header: a log
+// may be reopened with another policy, sync method or buffer size.
+// Safe for concurrent use.
+func (l *Log) Options() Options { return l.opts }
 
 // addWait records one wait for a prepared segment.
 func (c *segCounters) addWait(d time.Duration) {

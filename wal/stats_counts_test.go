@@ -164,4 +164,30 @@ func TestRecoveryBytesReadCountsEveryRead(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, n.Load(), l.Recovered().BytesRead, "with a cut to finish")
 	require.NoError(t, l.Close())
+// Issue 26: Stats and Options say the policy, sync method and options in
+// use; a log reopened with another policy and sync method says the new
+// ones (neither is recorded in the log).
+func TestStatsPolicyAndOptions(t *testing.T) {
+	mem := vfs.NewMem()
+	l, err := wal.Open(logDir, wal.Options{FS: mem, SegmentSize: 64 << 10, Policy: policy.SyncInterval(50 * time.Millisecond)})
+	require.NoError(t, err)
+	s := l.Stats()
+	require.Equal(t, "sync-interval(50ms)", s.Policy)
+	require.Equal(t, vfs.Fdatasync, s.SyncMethod)
+	o := l.Options()
+	require.Equal(t, int64(64<<10), o.SegmentSize)
+	require.Equal(t, wal.DefaultBufferSize, o.BufferSize, "defaults filled in")
+	require.Equal(t, "sync-interval(50ms)", o.Policy.String())
+	_, err = l.Append([]byte("x"))
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+
+	l, err = wal.Open(logDir, wal.Options{FS: mem, SegmentSize: 64 << 10, Policy: policy.SyncNever(), SyncMethod: vfs.Fsync})
+	require.NoError(t, err)
+	defer l.Close()
+	s = l.Stats()
+	require.Equal(t, "sync-never", s.Policy)
+	require.Equal(t, vfs.Fsync, s.SyncMethod)
+	_, recs := readAll(t, l, l.Recovered().FirstLSN)
+	require.Len(t, recs, 1, "the record written under the other policy is read")
 }

@@ -9,6 +9,11 @@
 // with VerifyOnOpen finds (every frame of every segment checked); the exit
 // status follows the second.
 //
+// It cannot say which policy, sync method or buffer size the log was
+// written with: none is recorded in the log (each Open sets them, and a log
+// may be reopened with others). A running Log reports them in Stats.Policy,
+// Stats.SyncMethod and Log.Options, and promwal's durawal_wal_info metric.
+//
 // Usage:
 //
 //	waldump [-frames] [-records N] [-export FILE [-export-format jsonl|binary]] [-json] DIR
@@ -360,6 +365,7 @@ const endFrameBytes = 24
 
 func printText(w io.Writer, d *dump) {
 	fmt.Fprintf(w, "log %s\n", d.Dir)
+	fmt.Fprintln(w, "policy and sync method: not recorded in the log (each Open sets them; a running Log's Stats reports them)")
 	printRecord(w, "first-lsn", d.FirstLSN, "none (a format-1 log, or one whose creation a crash interrupted)")
 	printRecord(w, "truncate-lsn", d.TruncateLSN, "none (no cut pending)")
 	if e := d.Epoch; e != nil {

@@ -346,6 +346,7 @@ func TestDumpRepair(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "verdict: Open would recover LSN 0 to 3808")
 	require.Contains(t, out, "quarantined: 00000000000000003808-")
+	require.Contains(t, out, "policy and sync method: not recorded in the log")
 	require.Regexp(t, `repair file: repair-\d{8}T\d{6}Z\.txt`, out)
 
 	code, out, _ = dumpDir("-repair", dir)
