@@ -113,7 +113,9 @@ var damages = []struct {
 	}},
 	{"bad header of a sealed segment", func(t *testing.T, fsys vfs.FS, segs []string) { memFlip(t, fsys, segs[2], 3) }},
 	{"damaged first-lsn", func(t *testing.T, fsys vfs.FS, segs []string) { memFlip(t, fsys, "first-lsn", 2) }},
-	{"damaged truncate-lsn", func(t *testing.T, fsys vfs.FS, segs []string) { memWrite(t, fsys, "truncate-lsn", []byte("0123456789abcdef")) }},
+	{"damaged truncate-lsn", func(t *testing.T, fsys vfs.FS, segs []string) {
+		memWrite(t, fsys, "truncate-lsn", []byte("0123456789abcdef"))
+	}},
 	{"damaged epoch", func(t *testing.T, fsys vfs.FS, segs []string) { memFlip(t, fsys, "epoch", 9) }},
 	{"damaged epoch and a flipped byte", func(t *testing.T, fsys vfs.FS, segs []string) {
 		memFlip(t, fsys, "epoch", 20)
