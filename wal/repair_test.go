@@ -378,7 +378,7 @@ func TestRepairDamagedEpochKeepsDroppedFramesOut(t *testing.T) {
 	old := readFile(t, mem, last)
 	l, err := wal.Open(logDir, wal.Options{FS: mem, SegmentSize: 8 << 10})
 	require.NoError(t, err)
-	require.NoError(t, l.TruncateAfter(lsns[110]))
+	require.NoError(t, l.TruncateFrom(lsns[110]))
 	for i := 110; i < 112; i++ {
 		recs[i] = record(4, i, 300) // same size: the same positions
 		lsn, err := l.Append(recs[i])

@@ -28,6 +28,13 @@ type counters struct {
 	segments, segmentBytes atomic.Int64
 	firstLSN               atomic.Uint64
 
+	// The oldest write not yet synced (ns since Open, 0: none), the
+	// longest such wait, the waits over the policy's bound, and the waits
+	// (Log.noteSynced).
+	unsyncedSince, unsyncedMax atomic.Int64
+	unsyncedOver               atomic.Uint64
+	unsyncedHist               latencyHist
+
 	fsyncHist, writeHist latencyHist
 	commitHist           [3]latencyHist // by policy.Wait: none, write, sync
 	seg                  segCounters
@@ -226,6 +233,27 @@ type Stats struct {
 	// policy.SyncEveryN); Fsyncs also counts background, roll and segment
 	// syncs, which are not groups.
 	Group groupcommit.Stats
+	// UnsyncedWait is the distribution of how long written records
+	// waited to become durable: at each sync of the log's current segment
+	// (a commit's, Sync's or the background flusher's) that made written
+	// records durable, the time since the oldest of their writes. Under
+	// the interval policies it shows whether the flusher keeps the
+	// policy's promise; under BufferedInterval and AsyncCommit add the
+	// time a record spent in the log buffer before its write. Syncs of a
+	// roll's sealing are not samples: the records they cover count with
+	// the next sync's. UnsyncedWaitMax is its largest value since Open,
+	// and UnsyncedAge the age of the oldest write not yet synced now (0 if
+	// none; not under an O_DSYNC sync method, which syncs every write).
+	UnsyncedWait                 Histogram
+	UnsyncedWaitMax, UnsyncedAge time.Duration
+	// UnsyncedOverBound counts the samples of UnsyncedWait above the
+	// bound of an interval policy (SyncInterval, SyncIntervalPostponed,
+	// BufferedInterval, AsyncCommit): its interval plus twice the duration
+	// of the sync that ended the wait. Each is also logged as a warning
+	// through Options.Logger. The policies' loss bounds assume the
+	// flusher runs on time; a count here means it did not (a starved
+	// scheduler, a paused process, a stalled disk).
+	UnsyncedOverBound uint64
 	// Policy is the durability policy in use, in the text policy.Parse
 	// reads (Options.Policy.String(): "sync-every-commit" by default). The
 	// policy is not recorded in the log: a log may be reopened with
@@ -313,6 +341,10 @@ func (l *Log) Stats() Stats {
 		FullBlockWrites:         c.fullBlockWrites.Load(),
 		PartialBlockWrites:      c.partialBlockWrites.Load(),
 		Policy:                  l.opts.Policy.String(),
+		UnsyncedWait:            c.unsyncedHist.snapshot(),
+		UnsyncedWaitMax:         time.Duration(c.unsyncedMax.Load()),
+		UnsyncedAge:             l.unsyncedAge(),
+		UnsyncedOverBound:       c.unsyncedOver.Load(),
 		SyncMethod:              l.method,
 		SyncMethodFallback:      l.fellBack,
 		DirectIOAlignment:       l.write.dio.align,
@@ -331,6 +363,14 @@ func (l *Log) Stats() Stats {
 		ReaderBytes:       c.readerBytes.Load(),
 		ReaderRecords:     c.readerRecords.Load(),
 	}
+}
+
+// unsyncedAge returns the age of the oldest write not yet synced, 0 if none.
+func (l *Log) unsyncedAge() time.Duration {
+	if since := l.stats.unsyncedSince.Load(); since != 0 && l.synced.Load() < l.written.Load() {
+		return max(time.Since(l.opened)-time.Duration(since), 0)
+	}
+	return 0
 }
 
 // Options returns the options the log runs with: those given to Open or

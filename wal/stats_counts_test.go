@@ -7,8 +7,11 @@ package wal_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -164,6 +167,8 @@ func TestRecoveryBytesReadCountsEveryRead(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, n.Load(), l.Recovered().BytesRead, "with a cut to finish")
 	require.NoError(t, l.Close())
+}
+
 // Issue 26: Stats and Options say the policy, sync method and options in
 // use; a log reopened with another policy and sync method says the new
 // ones (neither is recorded in the log).
@@ -190,4 +195,70 @@ func TestStatsPolicyAndOptions(t *testing.T) {
 	require.Equal(t, vfs.Fsync, s.SyncMethod)
 	_, recs := readAll(t, l, l.Recovered().FirstLSN)
 	require.Len(t, recs, 1, "the record written under the other policy is read")
+}
+
+// Issue 26: the log measures how long written records wait to become
+// durable, and counts and logs a wait over an interval policy's bound (a
+// flusher that ran late).
+func TestUnsyncedWait(t *testing.T) {
+	var logged strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil))
+	l, err := wal.Open(logDir, wal.Options{FS: vfs.NewMem(), SegmentSize: 64 << 10,
+		Policy: policy.SyncInterval(20 * time.Millisecond), Logger: logger})
+	require.NoError(t, err)
+	defer l.Close()
+	for range 5 {
+		_, err := l.Append([]byte("x"))
+		require.NoError(t, err)
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.NoError(t, l.Sync())
+	s := l.Stats()
+	require.Positive(t, s.UnsyncedWait.Count)
+	require.Positive(t, s.UnsyncedWaitMax)
+	require.Zero(t, s.UnsyncedAge, "all synced")
+
+	// A flusher a second late: the wait is over the bound.
+	over := s.UnsyncedOverBound
+	aged := false
+	for i := 0; i < 100 && !aged; i++ {
+		_, err := l.Append([]byte("y"))
+		require.NoError(t, err)
+		aged = wal.AgeUnsynced(l, time.Second)
+	}
+	require.True(t, aged, "no append stayed unsynced long enough to age it")
+	require.GreaterOrEqual(t, l.Stats().UnsyncedAge, time.Second)
+	require.NoError(t, l.Sync())
+	s = l.Stats()
+	require.Equal(t, over+1, s.UnsyncedOverBound)
+	require.GreaterOrEqual(t, s.UnsyncedWaitMax, time.Second)
+	mu.Lock()
+	require.Contains(t, logged.String(), "waited longer than the policy's bound")
+	mu.Unlock()
+}
+
+// SyncEveryCommit has no interval bound: waits are measured, none is over.
+func TestUnsyncedWaitSyncEveryCommit(t *testing.T) {
+	l, err := wal.Open(logDir, wal.Options{FS: vfs.NewMem(), SegmentSize: 64 << 10})
+	require.NoError(t, err)
+	defer l.Close()
+	for range 5 {
+		_, err := l.Append([]byte("x"))
+		require.NoError(t, err)
+	}
+	s := l.Stats()
+	require.Equal(t, uint64(5), s.UnsyncedWait.Count, "one sample per commit's sync")
+	require.Zero(t, s.UnsyncedOverBound)
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
 }
