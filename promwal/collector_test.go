@@ -120,6 +120,9 @@ durawal_wal_segment_zeroed_ahead_bytes_total{log="orders"} 0
 		"durawal_wal_segment_zeroed_ahead_bytes_total"))
 	require.Equal(t, uint64(10), sampleCount(t, c, "durawal_wal_commit_duration_seconds"))
 	require.Equal(t, uint64(10), sampleCount(t, c, "durawal_wal_group_size"), "one group per lone commit")
+	require.NoError(t, l.Sync())
+	require.Equal(t, l.Stats().UnsyncedWait.Count, sampleCount(t, c, "durawal_wal_unsynced_wait_seconds"))
+	require.Positive(t, sampleCount(t, c, "durawal_wal_unsynced_wait_seconds"), "Sync made the written records durable")
 }
 
 // TestCollectorLint: the metrics pass client_golang's linter (names, units,
