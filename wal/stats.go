@@ -84,8 +84,8 @@ type PrepareStats struct {
 	// frames reached. With PrepareBytes, the zeros the log wrote.
 	ZeroedAhead uint64
 	// Waits counts appends that waited for a segment to be prepared, those
-	// that found a preparation already running included (the same count as
-	// Stats.SegmentCreateStalls).
+	// that found a preparation already running included (InnoDB waiting
+	// for the next redo file).
 	Waits uint64
 	// WaitTime is the total time appends spent in those waits, and WaitMax
 	// the longest one: what the worst commits of a roll waited on.
@@ -155,12 +155,9 @@ type Stats struct {
 	// wal_buffers_full). A full half whose other half is free is handed to
 	// a writer without a wait and is not counted.
 	BufferFullWaits uint64
-	// SegmentCreateStalls counts appends that waited for a new segment to
-	// be prepared, whether they started the preparation or found it running
-	// (InnoDB waiting for the next redo file). Prepare times the waits.
-	SegmentCreateStalls uint64
 	// Prepare counts the segment lifecycle: preparations of the next
-	// segment and the appends that waited for one.
+	// segment and the appends that waited for one (Prepare.Waits, which
+	// was also SegmentCreateStalls before v0.2.0).
 	Prepare PrepareStats
 	// PostponedWrites counts writes postponed because a background sync was
 	// running (Redis latency event aof-write-pending-fsync).
@@ -290,33 +287,37 @@ func (s Stats) CommitsPerFsync() float64 {
 
 // Stats returns a snapshot of the counters. It is safe to call at any time,
 // concurrently with appends, and does not stop them; the fields are read one
-// by one, so they may be mutually off by the operations in flight.
+// by one, so they may be mutually off by the operations in flight. A Stats
+// is about 26 KB, most of it its six histograms: a caller that reads it
+// often (a metrics scrape) can fill one it keeps with StatsInto instead.
 func (l *Log) Stats() Stats {
+	var s Stats
+	l.StatsInto(&s)
+	return s
+}
+
+// StatsInto fills *s with what Stats returns, every field overwritten,
+// without copying a Stats by value (a scraper keeps one and refills it).
+// Safe for concurrent use, as Stats, with distinct s.
+func (l *Log) StatsInto(s *Stats) {
 	c := &l.stats
-	// Every commit counted is one duration in exactly one of the commit
-	// histograms: their counts are Commits (no counter of its own, one
-	// atomic add less per commit).
-	none, written, synced := c.commitHist[policy.WaitNone].snapshot(), c.commitHist[policy.WaitWrite].snapshot(),
-		c.commitHist[policy.WaitSync].snapshot()
-	return Stats{
-		Commits:             none.Count + written.Count + synced.Count,
-		AppendRequests:      c.appendRequests.Load(),
-		BytesAppended:       c.bytesAppended.Load(),
-		WriteCalls:          c.writeCalls.Load(),
-		BytesWritten:        c.bytesWritten.Load(),
-		WriteErrors:         c.writeErrors.Load(),
-		Fsyncs:              c.fsyncs.Load(),
-		DirSyncs:            c.dirSyncs.Load(),
-		FsyncErrors:         c.fsyncErrors.Load(),
-		FsyncsPending:       c.fsyncsPending.Load(),
-		FsyncTimeTotal:      time.Duration(c.fsyncTime.Load()),
-		FsyncMaxDuration:    time.Duration(c.fsyncMax.Load()),
-		WriteTimeTotal:      time.Duration(c.writeTime.Load()),
-		BackgroundSyncs:     c.backgroundSyncs.Load(),
-		Rolls:               c.rolls.Load(),
-		SealWaits:           c.sealWaits.Load(),
-		BufferFullWaits:     c.bufferFullWaits.Load(),
-		SegmentCreateStalls: c.segmentCreateStalls.Load(),
+	*s = Stats{
+		AppendRequests:   c.appendRequests.Load(),
+		BytesAppended:    c.bytesAppended.Load(),
+		WriteCalls:       c.writeCalls.Load(),
+		BytesWritten:     c.bytesWritten.Load(),
+		WriteErrors:      c.writeErrors.Load(),
+		Fsyncs:           c.fsyncs.Load(),
+		DirSyncs:         c.dirSyncs.Load(),
+		FsyncErrors:      c.fsyncErrors.Load(),
+		FsyncsPending:    c.fsyncsPending.Load(),
+		FsyncTimeTotal:   time.Duration(c.fsyncTime.Load()),
+		FsyncMaxDuration: time.Duration(c.fsyncMax.Load()),
+		WriteTimeTotal:   time.Duration(c.writeTime.Load()),
+		BackgroundSyncs:  c.backgroundSyncs.Load(),
+		Rolls:            c.rolls.Load(),
+		SealWaits:        c.sealWaits.Load(),
+		BufferFullWaits:  c.bufferFullWaits.Load(),
 		Prepare: PrepareStats{
 			Prepared:     c.seg.prepared.Load(),
 			Recycled:     c.seg.recycled.Load(),
@@ -341,7 +342,6 @@ func (l *Log) Stats() Stats {
 		FullBlockWrites:         c.fullBlockWrites.Load(),
 		PartialBlockWrites:      c.partialBlockWrites.Load(),
 		Policy:                  l.opts.Policy.String(),
-		UnsyncedWait:            c.unsyncedHist.snapshot(),
 		UnsyncedWaitMax:         time.Duration(c.unsyncedMax.Load()),
 		UnsyncedAge:             l.unsyncedAge(),
 		UnsyncedOverBound:       c.unsyncedOver.Load(),
@@ -350,19 +350,24 @@ func (l *Log) Stats() Stats {
 		DirectIOAlignment:       l.write.dio.align,
 		DirectIOAlignmentSource: l.write.dio.source,
 
-		SlowSyncs:         c.slowSyncs.Load(),
-		FsyncDuration:     c.fsyncHist.snapshot(),
-		WriteDuration:     c.writeHist.snapshot(),
-		CommitWaitNone:    none,
-		CommitWaitWritten: written,
-		CommitWaitSynced:  synced,
-		Segments:          int(c.segments.Load()),
-		SegmentBytes:      c.segmentBytes.Load(),
-		FirstLSN:          LSN(c.firstLSN.Load()),
-		RecoveryDuration:  l.info.Duration,
-		ReaderBytes:       c.readerBytes.Load(),
-		ReaderRecords:     c.readerRecords.Load(),
+		SlowSyncs:        c.slowSyncs.Load(),
+		Segments:         int(c.segments.Load()),
+		SegmentBytes:     c.segmentBytes.Load(),
+		FirstLSN:         LSN(c.firstLSN.Load()),
+		RecoveryDuration: l.info.Duration,
+		ReaderBytes:      c.readerBytes.Load(),
+		ReaderRecords:    c.readerRecords.Load(),
 	}
+	c.fsyncHist.snapshotInto(&s.FsyncDuration)
+	c.writeHist.snapshotInto(&s.WriteDuration)
+	c.unsyncedHist.snapshotInto(&s.UnsyncedWait)
+	// Every commit counted is one duration in exactly one of the commit
+	// histograms: their counts are Commits (no counter of its own, one
+	// atomic add less per commit).
+	c.commitHist[policy.WaitNone].snapshotInto(&s.CommitWaitNone)
+	c.commitHist[policy.WaitWrite].snapshotInto(&s.CommitWaitWritten)
+	c.commitHist[policy.WaitSync].snapshotInto(&s.CommitWaitSynced)
+	s.Commits = s.CommitWaitNone.Count + s.CommitWaitWritten.Count + s.CommitWaitSynced.Count
 }
 
 // unsyncedAge returns the age of the oldest write not yet synced, 0 if none.
