@@ -20,7 +20,11 @@
 //	SyncNever()                  write; never synced on its own          appendfsync no, sync_binlog=0
 //
 // Every constructor's doc says what a process crash and a power loss can
-// lose. The zero Policy is SyncEveryCommit. [InnoDB], [AppendFsync] and
+// lose. The time bounds of the interval policies assume the background
+// flusher runs when its timer fires: a starved scheduler, a stalled sync
+// or a paused process delays it and widens the window by that delay, as
+// MySQL documents for innodb_flush_log_at_timeout (flushing once per
+// interval "not guaranteed" because of process scheduling). The zero Policy is SyncEveryCommit. [InnoDB], [AppendFsync] and
 // [SyncBinlog] build the policies from the servers' settings.
 //
 // Policies are written as text in one language, which [Parse] reads and

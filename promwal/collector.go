@@ -16,6 +16,7 @@ package promwal
 import (
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/durawal/durawal/groupcommit"
@@ -55,12 +56,14 @@ var DurationBuckets = func() []float64 {
 //   - histograms: fsync_duration_seconds (Stats.FsyncDuration),
 //     write_duration_seconds (WriteDuration), commit_duration_seconds with
 //     label wait="none"|"written"|"synced" (CommitWaitNone, ...Written,
-//     ...Synced), group_size (Group.GroupSizeHist, commits per group);
+//     ...Synced), group_size (Group.GroupSizeHist, commits per group),
+//     unsynced_wait_seconds (UnsyncedWait);
 //   - counters: commits_total, records_appended_total,
 //     appended_bytes_total, writes_total, written_bytes_total,
 //     write_errors_total, padding_bytes_total, full_block_writes_total,
 //     partial_block_writes_total, fsyncs_total, dir_syncs_total,
-//     fsync_errors_total, slow_syncs_total, background_syncs_total,
+//     fsync_errors_total, slow_syncs_total, unsynced_over_bound_total,
+//     background_syncs_total,
 //     rolls_total, buffer_full_waits_total, segment_create_stalls_total,
 //     postponed_writes_total, delayed_writes_total, fsync_seconds_total,
 //     write_seconds_total, reader_bytes_total, reader_records_total,
@@ -68,13 +71,14 @@ var DurationBuckets = func() []float64 {
 //     group_delay_trigger_count_total, group_delay_trigger_timeout_total,
 //     group_delay_sleeps_total, group_adaptive_waits_total,
 //     group_adaptive_merges_total;
-//   - gauges: fsyncs_pending, fsync_max_duration_seconds, poisoned (0/1),
+//   - gauges: fsyncs_pending, fsync_max_duration_seconds,
+//     unsynced_wait_max_seconds, unsynced_age_seconds, poisoned (0/1),
 //     appended_lsn, written_lsn, synced_lsn (bytes), first_lsn, segments,
 //     segment_bytes, commits_active (Group.Active),
 //     group_flush_ewma_seconds, recovery_duration_seconds,
 //     recovery_torn_bytes, recovery_unvouched_bytes, recovery_clean (0/1),
 //     recovery_quarantined_files, and info (value 1) with labels
-//     sync_method and sync_method_fallback.
+//     policy (wal.Stats.Policy), sync_method and sync_method_fallback.
 //
 // A Collector is safe for concurrent use; scrapes do not stop appends.
 // Register it once per Log; after the Log is closed it keeps reporting the
@@ -83,6 +87,7 @@ type Collector struct {
 	l           *wal.Log
 	scalars     []scalar
 	fsync, writ *prometheus.Desc
+	unsynced    *prometheus.Desc
 	commit      *prometheus.Desc
 	groupSize   *prometheus.Desc
 	info        *prometheus.Desc
@@ -115,8 +120,9 @@ func NewCollector(l *wal.Log, opts Options) *Collector {
 		fsync:     desc("fsync_duration_seconds", "Duration of the segment syncs (fdatasync or fsync) that succeeded."),
 		writ:      desc("write_duration_seconds", "Duration of the write calls to segment files."),
 		commit:    desc("commit_duration_seconds", "Time from an Append call to its successful return, by what the commit waited for.", "wait"),
+		unsynced:  desc("unsynced_wait_seconds", "How long written records waited to become durable: at each sync, the time since the oldest write it covered."),
 		groupSize: desc("group_size", "Commits (waits) covered by one group-commit flush."),
-		info:      desc("info", "Constant 1; labels tell the sync method in use and whether it is a fallback.", "sync_method", "sync_method_fallback"),
+		info:      desc("info", "Constant 1; labels tell the durability policy and the sync method in use, and whether the sync method is a fallback.", "policy", "sync_method", "sync_method_fallback"),
 	}
 	counter := func(name, help string, get func(*wal.Stats) uint64) {
 		c.scalars = append(c.scalars, scalar{desc(name, help), prometheus.CounterValue,
@@ -139,11 +145,12 @@ func NewCollector(l *wal.Log, opts Options) *Collector {
 	counter("dir_syncs_total", "Successful syncs of the log directory.", func(s *wal.Stats) uint64 { return s.DirSyncs })
 	counter("fsync_errors_total", "Failed segment syncs; the first poisons the log.", func(s *wal.Stats) uint64 { return s.FsyncErrors })
 	counter("slow_syncs_total", "Segment syncs slower than Options.SlowSyncThreshold.", func(s *wal.Stats) uint64 { return s.SlowSyncs })
+	counter("unsynced_over_bound_total", "Waits for durability over an interval policy's bound (the flusher ran late).", func(s *wal.Stats) uint64 { return s.UnsyncedOverBound })
 	counter("background_syncs_total", "Syncs issued by the background flusher.", func(s *wal.Stats) uint64 { return s.BackgroundSyncs })
 	counter("rolls_total", "Segment rolls.", func(s *wal.Stats) uint64 { return s.Rolls })
 	counter("seal_waits_total", "Rolls that waited for the previous roll's segment to be synced and linked in the background.", func(s *wal.Stats) uint64 { return s.SealWaits })
 	counter("buffer_full_waits_total", "Appends that waited for the log buffer to be written.", func(s *wal.Stats) uint64 { return s.BufferFullWaits })
-	counter("segment_create_stalls_total", "Appends that waited for a new segment to be prepared.", func(s *wal.Stats) uint64 { return s.SegmentCreateStalls })
+	counter("segment_create_stalls_total", "Appends that waited for a new segment to be prepared.", func(s *wal.Stats) uint64 { return s.Prepare.Waits })
 	counter("segments_prepared_total", "Segments prepared for use (allocated, zero-filled, or reused), the first one included.", func(s *wal.Stats) uint64 { return s.Prepare.Prepared })
 	counter("segments_recycled_total", "Segments prepared by reusing a file RemoveBefore kept (Options.RecycleSegments).", func(s *wal.Stats) uint64 { return s.Prepare.Recycled })
 	counter("segments_allocated_total", "Segments prepared by allocating their blocks (fallocate) instead of writing zeros.", func(s *wal.Stats) uint64 { return s.Prepare.Allocated })
@@ -173,6 +180,8 @@ func NewCollector(l *wal.Log, opts Options) *Collector {
 			func(s *wal.Stats, _ *wal.RecoveryInfo) float64 { return seconds(s.Prepare.WaitTime) }})
 	gauge("fsyncs_pending", "Segment syncs running now.", func(s *wal.Stats, _ *wal.RecoveryInfo) float64 { return float64(s.FsyncsPending) })
 	gauge("fsync_max_duration_seconds", "Longest segment sync since Open.", func(s *wal.Stats, _ *wal.RecoveryInfo) float64 { return seconds(s.FsyncMaxDuration) })
+	gauge("unsynced_wait_max_seconds", "Longest wait of a written record to become durable since Open.", func(s *wal.Stats, _ *wal.RecoveryInfo) float64 { return seconds(s.UnsyncedWaitMax) })
+	gauge("unsynced_age_seconds", "Age of the oldest write not yet durable, 0 if none.", func(s *wal.Stats, _ *wal.RecoveryInfo) float64 { return seconds(s.UnsyncedAge) })
 	gauge("poisoned", "1 once a write or sync failed and the log fails closed, else 0.", func(s *wal.Stats, _ *wal.RecoveryInfo) float64 { return bool01(s.Poisoned) })
 	gauge("appended_lsn", "Appended LSN: bytes appended to the logical log.", func(s *wal.Stats, _ *wal.RecoveryInfo) float64 { return float64(s.AppendedLSN) })
 	gauge("written_lsn", "Written LSN: bytes handed to the OS (survive a process crash).", func(s *wal.Stats, _ *wal.RecoveryInfo) float64 { return float64(s.WrittenLSN) })
@@ -207,22 +216,31 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.commit
 	ch <- c.groupSize
 	ch <- c.info
+	ch <- c.unsynced
 }
+
+// statsPool holds the Stats that Collect fills (wal.Log.StatsInto): about
+// 26 KB each, not copied by value on each scrape.
+var statsPool = sync.Pool{New: func() any { return new(wal.Stats) }}
 
 // Collect reads the log's Stats once and sends every metric.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	s := c.l.Stats()
+	sp := statsPool.Get().(*wal.Stats)
+	defer statsPool.Put(sp)
+	c.l.StatsInto(sp)
+	s := sp
 	rec := c.l.Recovered()
 	for _, m := range c.scalars {
-		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.get(&s, &rec))
+		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.get(s, &rec))
 	}
 	ch <- durationHistogram(c.fsync, s.FsyncDuration)
 	ch <- durationHistogram(c.writ, s.WriteDuration)
+	ch <- durationHistogram(c.unsynced, s.UnsyncedWait)
 	ch <- durationHistogram(c.commit, s.CommitWaitNone, "none")
 	ch <- durationHistogram(c.commit, s.CommitWaitWritten, "written")
 	ch <- durationHistogram(c.commit, s.CommitWaitSynced, "synced")
 	ch <- groupSizeHistogram(c.groupSize, s.Group)
-	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, s.SyncMethod.String(), strconv.FormatBool(s.SyncMethodFallback))
+	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, s.Policy, s.SyncMethod.String(), strconv.FormatBool(s.SyncMethodFallback))
 }
 
 // durationHistogram converts h to a Prometheus histogram in seconds with

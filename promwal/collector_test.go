@@ -98,9 +98,9 @@ durawal_wal_segments{log="orders"} 1
 # HELP durawal_wal_segment_bytes Total size of the segment files in bytes.
 # TYPE durawal_wal_segment_bytes gauge
 durawal_wal_segment_bytes{log="orders"} 1.048576e+06
-# HELP durawal_wal_info Constant 1; labels tell the sync method in use and whether it is a fallback.
+# HELP durawal_wal_info Constant 1; labels tell the durability policy and the sync method in use, and whether the sync method is a fallback.
 # TYPE durawal_wal_info gauge
-durawal_wal_info{log="orders",sync_method="fdatasync",sync_method_fallback="false"} 1
+durawal_wal_info{log="orders",policy="sync-never",sync_method="fdatasync",sync_method_fallback="false"} 1
 # HELP durawal_wal_segments_prepared_total Segments prepared for use (allocated, zero-filled, or reused), the first one included.
 # TYPE durawal_wal_segments_prepared_total counter
 durawal_wal_segments_prepared_total{log="orders"} 1
@@ -120,6 +120,9 @@ durawal_wal_segment_zeroed_ahead_bytes_total{log="orders"} 0
 		"durawal_wal_segment_zeroed_ahead_bytes_total"))
 	require.Equal(t, uint64(10), sampleCount(t, c, "durawal_wal_commit_duration_seconds"))
 	require.Equal(t, uint64(10), sampleCount(t, c, "durawal_wal_group_size"), "one group per lone commit")
+	require.NoError(t, l.Sync())
+	require.Equal(t, l.Stats().UnsyncedWait.Count, sampleCount(t, c, "durawal_wal_unsynced_wait_seconds"))
+	require.Positive(t, sampleCount(t, c, "durawal_wal_unsynced_wait_seconds"), "Sync made the written records durable")
 }
 
 // TestCollectorLint: the metrics pass client_golang's linter (names, units,

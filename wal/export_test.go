@@ -1,5 +1,7 @@
 package wal
 
+import "time"
+
 // WithScanWindow returns o with recovery reading segments through windows
 // of n bytes (at least 48) instead of 1 MiB, so that tests on small
 // segments make frames and positions straddle windows.
@@ -25,3 +27,13 @@ const (
 	SegmentVersion  = segmentVersion
 	RecycledVersion = recycledVersion
 )
+
+// AgeUnsynced makes the oldest write of l not yet synced d older, as if the
+// flusher had run d late, and reports whether there was one.
+func AgeUnsynced(l *Log, d time.Duration) bool {
+	since := l.stats.unsyncedSince.Load()
+	if since == 0 || l.synced.Load() >= l.written.Load() {
+		return false
+	}
+	return l.stats.unsyncedSince.CompareAndSwap(since, since-int64(d))
+}

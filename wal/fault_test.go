@@ -286,7 +286,7 @@ func TestFaultNoSpaceAtSegmentCreation(t *testing.T) {
 			require.Positive(t, fired.Load())
 			st := l.Stats()
 			require.False(t, st.Poisoned, "ENOSPC at segment creation must not poison")
-			require.Positive(t, st.SegmentCreateStalls)
+			require.Positive(t, st.Prepare.Waits)
 			require.NoError(t, l.Sync(), "the log still syncs what it holds")
 			_, err = l.Append(payload(999, 100))
 			require.ErrorIs(t, err, wal.ErrNoSpace, "still full")

@@ -160,6 +160,8 @@ func (l *Log) writeAt(p []byte, lsn LSN) error {
 	l.written.Store(end)
 	if l.method.WriteThrough() {
 		l.synced.Store(end)
+	} else if l.stats.unsyncedSince.Load() == 0 {
+		l.stats.unsyncedSince.CompareAndSwap(0, max(int64(done), 1)) // the oldest unsynced write (noteSynced)
 	}
 	l.notifyTail()
 	l.lastWrite.Store(int64(done))
@@ -294,6 +296,7 @@ func (l *Log) syncWrittenSynced(groups bool) (synced bool, err error) {
 	seg, sl := l.write.seg, l.write.seal
 	target := l.written.Load()
 	l.write.Unlock()
+	snap := time.Since(l.opened)
 	if target <= l.synced.Load() {
 		if groups { // another sync (a roll's sealing) covered this group's
 			l.leader.groupsSinceSync.Store(0)
@@ -330,11 +333,52 @@ func (l *Log) syncWrittenSynced(groups bool) (synced bool, err error) {
 		}
 	}
 	l.synced.Store(target)
+	l.noteSynced(target, snap)
 	l.notifyTail()
 	if groups {
 		l.leader.groupsSinceSync.Store(0)
 	}
 	return true, nil
+}
+
+// noteSynced records, once a sync that began at snap (since Open) made
+// everything written up to target durable, how long the oldest write it
+// covered waited unsynced (Stats.UnsyncedWait), and warns if that exceeds
+// the policy's bound. Writes after target are then dated from snap: they
+// came after it. l.syncMu is held.
+func (l *Log) noteSynced(target uint64, snap time.Duration) {
+	c := &l.stats
+	since := c.unsyncedSince.Load()
+	if since == 0 {
+		return
+	}
+	now := time.Since(l.opened)
+	age := now - time.Duration(since)
+	c.unsyncedHist.record(age)
+	for m := c.unsyncedMax.Load(); int64(age) > m && !c.unsyncedMax.CompareAndSwap(m, int64(age)); m = c.unsyncedMax.Load() {
+	}
+	if d := unsyncedBound(l.opts.Policy); d > 0 && age > d+2*(now-snap) {
+		c.unsyncedOver.Add(1)
+		l.opts.Logger.Warn("wal: a write waited longer than the policy's bound to become durable (the flusher ran late)",
+			"dir", l.dir, "waited", age, "bound", d+2*(now-snap), "policy", l.opts.Policy.String())
+	}
+	// Writers only set the mark from 0: clear it, then date the writes
+	// after target (if any) from the sync's start.
+	if c.unsyncedSince.CompareAndSwap(since, 0) && l.written.Load() > target {
+		c.unsyncedSince.CompareAndSwap(0, max(int64(snap), 1))
+	}
+}
+
+// unsyncedBound is the time a write may wait for its sync under p, the
+// sync's own durations aside: the interval of the interval policies, 0
+// (none) for the others (SyncEveryCommit and SyncEveryN sync in the
+// commit; SyncNever promises nothing).
+func unsyncedBound(p policy.Policy) time.Duration {
+	switch p.Kind() {
+	case policy.KindSyncInterval, policy.KindSyncIntervalPostponed, policy.KindBufferedInterval, policy.KindAsyncCommit:
+		return p.Interval()
+	}
+	return 0
 }
 
 // syncTimed syncs s, records the sync's timing, and applies the failure rule:

@@ -72,13 +72,19 @@ func (h *latencyHist) record(d time.Duration) {
 // the buckets, so the two agree.
 func (h *latencyHist) snapshot() Histogram {
 	var s Histogram
+	h.snapshotInto(&s)
+	return s
+}
+
+// snapshotInto fills *s with h's counts (snapshot without a copy).
+func (h *latencyHist) snapshotInto(s *Histogram) {
+	s.Count = 0
 	for i := range h.buckets {
 		c := h.buckets[i].Load()
 		s.Buckets[i] = c
 		s.Count += c
 	}
 	s.Sum = time.Duration(h.sum.Load())
-	return s
 }
 
 // A Histogram is a snapshot of a latency distribution: how many durations

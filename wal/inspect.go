@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/durawal/durawal/wal/internal/format"
 	"github.com/durawal/durawal/wal/vfs"
 )
 
@@ -30,6 +31,10 @@ type DirInfo struct {
 	// Quarantined lists the torn tails an earlier Open cut and kept
 	// ("<from>-<end>.torn"), ascending by FromLSN.
 	Quarantined []QuarantineFile
+	// Repairs lists the files Repair left ("repair-<stamp>.txt" reports,
+	// "repair-<stamp>.<record>" copies of the damaged record files it
+	// replaced), ascending by name: by time. Open ignores them.
+	Repairs []string
 	// Temp lists the leftover temporary files ("*.wal.tmp") of interrupted
 	// segment preparations and record updates, which Open removes.
 	Temp []string
@@ -137,16 +142,19 @@ func classifyDir(fsys vfs.FS, dir string, names []string, strict bool) (DirInfo,
 		case name == firstLSNName:
 			d.hasFirst = true
 		case name == truncateName, name == epochName:
+		case isRepairName(name):
+			d.Repairs = append(d.Repairs, name)
 		case strings.HasSuffix(name, tmpSuffix):
 			d.Temp = append(d.Temp, name)
 		case strict:
-			return DirInfo{}, fmt.Errorf("%w: %s in %s (only segments %s, quarantined tails %s, %s, %s, %s and %s belong there)",
-				ErrForeignFile, name, dir, segmentName(0), quarantineName(0, 0, 0), firstLSNName, truncateName, epochName, lockName)
+			return DirInfo{}, fmt.Errorf("%w: %s in %s (only segments %s, quarantined tails %s, %s, %s, %s, %s and repair files %s* belong there)",
+				ErrForeignFile, name, dir, segmentName(0), quarantineName(0, 0, 0), firstLSNName, truncateName, epochName, lockName, format.RepairPrefix)
 		default:
 			d.Foreign = append(d.Foreign, name)
 		}
 	}
 	slices.Sort(d.Segments)
+	slices.Sort(d.Repairs)
 	return d, nil
 }
 

@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
+	"time"
 
+	"github.com/durawal/durawal/wal/internal/format"
 	"github.com/durawal/durawal/wal/vfs"
 )
 
 // ErrNotRepaired is returned (wrapped) by Repair when the log it repaired
-// is still refused by Open, or when nothing before the damage could be kept:
-// damage Repair does not handle (a damaged first-lsn, truncate-lsn or epoch
-// record; a segment of another format version). The error says which.
+// is still refused by Open, or when nothing before the damage could be
+// kept. The error says which.
 var ErrNotRepaired = errors.New("wal: repair: not repaired")
 
 // RepairReport says what Repair found and did (or, from PlanRepair, would
@@ -45,8 +47,43 @@ type RepairReport struct {
 	// (from the cut's LSN on), and each later segment file whole, renamed
 	// (from its first LSN; its end there is its first LSN plus its size).
 	Evidence []string
+	// Records lists the damaged record files (first-lsn, truncate-lsn,
+	// epoch) the repair replaces, each with the name of the copy of its
+	// damaged bytes it keeps in the log directory and what it writes in
+	// its place.
+	Records []RecordRepair
+	// ReportFile is the name, in the log directory, of the report Repair
+	// writes ("repair-<stamp>.txt", <stamp> its start in UTC): the damage,
+	// the prefix kept, the LSN range, records and bytes dropped, the
+	// evidence files and the steps, in words. It is written before the
+	// repair changes anything and rewritten when it is done. PlanRepair
+	// sets the name it would use and writes nothing. Open ignores the file.
+	ReportFile string
 	// Steps lists, in order, what the repair does to the directory.
 	Steps []string
+}
+
+// RecordRepair is what Repair does with one damaged record file.
+type RecordRepair struct {
+	// Name is the record file's name: "first-lsn", "truncate-lsn" or
+	// "epoch".
+	Name string
+	// Damage is why it cannot be read (a *CorruptionError).
+	Damage error
+	// Copy is the file of the log directory that keeps its damaged bytes
+	// ("repair-<stamp>.<Name>").
+	Copy string
+	// Replacement says what the repair writes in its place, in words:
+	// first-lsn records the first LSN of the lowest segment (Salvage's
+	// start: records an interrupted RemoveBefore was dropping come back
+	// rather than be lost), truncate-lsn is removed (the interrupted cut
+	// had not returned; its new epoch, if recorded, still drops the
+	// records past it), epoch records an epoch after every one the kept
+	// frames carry, starting at the end of the kept prefix.
+	Replacement string
+
+	data []byte // the damaged bytes
+	rec  []byte // the new record (nil: remove the file)
 }
 
 // Repair turns the damaged log in dir into one Open accepts, keeping its
@@ -57,13 +94,18 @@ type RepairReport struct {
 // damage keeps its frames before it; its bytes from there on are copied
 // into an evidence file (made durable) and then zeroed, and the file is
 // set back to the size its header records; every later segment is renamed
-// into an evidence file whole. Only opts.FS is used (vfs.OS() if nil).
+// into an evidence file whole. A damaged first-lsn, truncate-lsn or epoch
+// record is copied into a file of dir and replaced (see RecordRepair).
+// Before changing anything Repair writes a report of what it does into dir
+// (RepairReport.ReportFile), and rewrites it once done. Only opts.FS is
+// used (vfs.OS() if nil).
 //
 // Crash safety: evidence is durable before any byte of the log is zeroed
 // or renamed, and renames are atomic, so a crash at any point loses no
 // byte; the directory is then the damaged log, a log Open still refuses
 // that a second Repair finishes (it adds evidence files, never overwrites
-// one), or the repaired log. Repair takes the directory's lock: it fails
+// one), or the repaired log. The report is durable before the first
+// change; it is replaced whole (temporary file, sync, rename), never torn. Repair takes the directory's lock: it fails
 // with an error matching vfs.ErrLocked while a Log (of any process) has the
 // log open. Not safe for concurrent use with anything writing dir.
 //
@@ -106,19 +148,16 @@ func repair(dir string, opts Options, apply bool) (RepairReport, error) {
 		return rep, fmt.Errorf("wal: repair: not damage, not repaired: %w", err)
 	} else {
 		rep.Needed, rep.Damage = true, err
-		var ce *CorruptionError
-		if errors.As(err, &ce) {
-			switch ce.Segment {
-			case firstLSNName, truncateName, epochName:
-				return rep, fmt.Errorf("%w: the %s record is damaged, and Repair rewrites no record (docs/damaged-log.md): %w", ErrNotRepaired, ce.Segment, err)
-			}
-		}
 	}
 	kept, err := Salvage(dir, Options{FS: fsys}, func(LSN, []byte) error { return nil })
 	if err != nil {
 		return rep, fmt.Errorf("wal: repair: %w", err)
 	}
 	rep.Kept = kept
+	recs, err := damagedRecords(fsys, dir, kept)
+	if err != nil {
+		return rep, err
+	}
 	cut := kept.Stop
 	rep.LostFrom, rep.LostTo = cut, cut
 	names, err := fsys.List(dir)
@@ -136,6 +175,9 @@ func repair(dir string, opts Options, apply bool) (RepairReport, error) {
 			pi = i
 		}
 	}
+	if pi < 0 && kept.Clean && len(segs) > 0 && segs[0] == cut {
+		pi = 0 // an empty log: nothing to cut, only records to mend
+	}
 	if pi < 0 {
 		return rep, fmt.Errorf("%w: nothing before the damage at LSN %d can be kept (%v); export what Salvage reads and start a new log", ErrNotRepaired, cut, rep.Damage)
 	}
@@ -150,6 +192,21 @@ func repair(dir string, opts Options, apply bool) (RepairReport, error) {
 				return name
 			}
 		}
+	}
+	started := time.Now().UTC()
+	stamp := started.Format(format.RepairStampLayout)
+	repairName := func(what string) string {
+		for n := 0; ; n++ {
+			if name := format.RepairName(stamp, n, what); !taken[name] && !taken[name+tmpSuffix] {
+				taken[name] = true
+				return name
+			}
+		}
+	}
+	rep.ReportFile = repairName("txt")
+	rep.Steps = append(rep.Steps, "write the report "+rep.ReportFile+", and sync it")
+	for i := range recs {
+		recs[i].Copy = repairName(recs[i].Name)
 	}
 
 	// The segment cut at the damage: its non-zero bytes from the cut on.
@@ -276,8 +333,23 @@ func repair(dir string, opts Options, apply bool) (RepairReport, error) {
 		rep.Steps = append(rep.Steps, "sync "+pname)
 	}
 	rep.Steps = append(rep.Steps, "sync the directory")
+	for _, r := range recs {
+		rep.Steps = append(rep.Steps, fmt.Sprintf("copy the damaged %s (%d bytes) into %s, and sync it", r.Name, len(r.data), r.Copy))
+		if r.rec == nil {
+			rep.Steps = append(rep.Steps, fmt.Sprintf("remove %s, and sync the directory", r.Name))
+		} else {
+			rep.Steps = append(rep.Steps, fmt.Sprintf("write %s anew (%s), and sync it and the directory", r.Name, r.Replacement))
+		}
+	}
+	rep.Records = recs
+	rep.Steps = append(rep.Steps, "rewrite the report "+rep.ReportFile+" with the result")
 	if !apply {
 		return rep, nil
+	}
+
+	// 0. The report, before anything changes.
+	if err := replaceFile(fsys, dir, rep.ReportFile, rep.text(dir, started, time.Time{}, nil)); err != nil {
+		return rep, fmt.Errorf("wal: repair: writing the report: %w", err)
 	}
 
 	// 1. Evidence first, durable before anything it holds is zeroed.
@@ -320,12 +392,160 @@ func repair(dir string, opts Options, apply bool) (RepairReport, error) {
 	if err := fsys.SyncDir(dir); err != nil {
 		return rep, fmt.Errorf("wal: repair: %w", err)
 	}
-	if l, err := OpenReadOnly(dir, ropts); err != nil {
-		return rep, fmt.Errorf("%w: Open still refuses the log: %w", ErrNotRepaired, err)
-	} else {
+	// 4. The damaged records, once the frames are what the new ones say:
+	// each copied, then replaced or removed (epoch last: its start is the
+	// end of the kept prefix, and nothing past it is left in the log).
+	for _, r := range recs {
+		if err := createFile(fsys, dir, r.Copy, r.data); err != nil {
+			return rep, fmt.Errorf("wal: repair: %w", err)
+		}
+		if r.rec != nil {
+			err = replaceFile(fsys, dir, r.Name, r.rec)
+		} else if err = fsys.Remove(filepath.Join(dir, r.Name)); err == nil {
+			err = fsys.SyncDir(dir)
+		}
+		if err != nil {
+			return rep, fmt.Errorf("wal: repair: replacing %s: %w", r.Name, err)
+		}
+	}
+	l, verr := OpenReadOnly(dir, ropts)
+	if verr == nil {
 		l.Close()
 	}
+	if err := replaceFile(fsys, dir, rep.ReportFile, rep.text(dir, started, time.Now().UTC(), verr)); err != nil {
+		return rep, fmt.Errorf("wal: repair: rewriting the report: %w", err)
+	}
+	if verr != nil {
+		return rep, fmt.Errorf("%w: Open still refuses the log: %w", ErrNotRepaired, verr)
+	}
 	return rep, nil
+}
+
+// isRepairName reports whether name is a file Repair leaves in a log
+// directory (format.RepairName).
+func isRepairName(name string) bool {
+	_, ok := format.ParseRepairName(name)
+	return ok
+}
+
+// maxRecordCopy bounds the bytes of a damaged record file Repair copies
+// (a record is 16 or 24 bytes; a file grown past this is not one).
+const maxRecordCopy = 64 << 10
+
+// damagedRecords returns the record files of dir that cannot be read, in
+// the order Repair replaces them (first-lsn, truncate-lsn, epoch), with
+// what replaces each, given what Salvage kept.
+func damagedRecords(fsys vfs.FS, dir string, kept SalvageReport) ([]RecordRepair, error) {
+	var recs []RecordRepair
+	add := func(name string, size int, damage error, rec []byte, repl string) error {
+		b, _, _, err := readRecordFile(fsys, dir, name, max(size, maxRecordCopy))
+		if err != nil {
+			return fmt.Errorf("wal: repair: %w", err)
+		}
+		recs = append(recs, RecordRepair{Name: name, Damage: damage, Replacement: repl, data: b, rec: rec})
+		return nil
+	}
+	if _, _, err := readLSNRecord(fsys, dir, firstLSNName); err != nil {
+		if !errors.Is(err, ErrCorrupt) {
+			return nil, fmt.Errorf("wal: repair: %w", err)
+		}
+		if err := add(firstLSNName, format.LSNRecordSize, err, encodeLSNRecord(kept.Start),
+			fmt.Sprintf("LSN %d, the first LSN of the lowest segment", kept.Start)); err != nil {
+			return nil, err
+		}
+	}
+	if _, _, err := readLSNRecord(fsys, dir, truncateName); err != nil {
+		if !errors.Is(err, ErrCorrupt) {
+			return nil, fmt.Errorf("wal: repair: %w", err)
+		}
+		if err := add(truncateName, format.LSNRecordSize, err, nil, "no cut is pending"); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := readEpoch(fsys, dir); err != nil {
+		if !errors.Is(err, ErrCorrupt) {
+			return nil, fmt.Errorf("wal: repair: %w", err)
+		}
+		e := epochRule{N: uint64(kept.maxEpoch) + 1, Start: uint64(kept.Stop), Known: true}
+		if err := add(epochName, format.EpochRecordSize, err, format.EncodeEpoch(e),
+			fmt.Sprintf("epoch %d from LSN %d: after every epoch the kept frames carry, from the end of the kept prefix", e.N, e.Start)); err != nil {
+			return nil, err
+		}
+	}
+	return recs, nil
+}
+
+// text returns the report of rep in words: what the repair of dir that
+// began at started found and did; done is when it finished (zero: not
+// yet), and verr Open's verdict then (nil: accepted).
+func (rep *RepairReport) text(dir string, started, done time.Time, verr error) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "durawal repair of %s\n", dir)
+	fmt.Fprintf(&b, "started: %s\n", started.Format(time.RFC3339))
+	switch {
+	case done.IsZero():
+		b.WriteString("status: started, not finished (a crash interrupted it if this line still says so: if Open accepts the log, every change was made; otherwise run the repair again)\n")
+	case verr == nil:
+		fmt.Fprintf(&b, "status: finished %s: Open accepts the log\n", done.Format(time.RFC3339))
+	default:
+		fmt.Fprintf(&b, "status: finished %s, but Open still refuses the log: %v\n", done.Format(time.RFC3339), verr)
+	}
+	fmt.Fprintf(&b, "damage: %v\n", rep.Damage)
+	k := rep.Kept
+	fmt.Fprintf(&b, "kept: LSN %d to %d: %d records, %d bytes of records\n", k.Start, k.Stop, k.Records, k.Bytes)
+	fmt.Fprintf(&b, "lost: LSN %d to %d: %d bytes; %d valid records counted among them (records in damaged frames cannot be counted)\n",
+		rep.LostFrom, rep.LostTo, rep.LostBytes, rep.LostRecords)
+	for _, e := range rep.Evidence {
+		fmt.Fprintf(&b, "evidence: %s\n", e)
+	}
+	for _, r := range rep.Records {
+		fmt.Fprintf(&b, "record: %s was damaged (%v); its bytes are in %s; replaced by: %s\n", r.Name, r.Damage, r.Copy, r.Replacement)
+	}
+	for _, n := range k.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	for i, st := range rep.Steps {
+		fmt.Fprintf(&b, "step %d: %s\n", i+1, st)
+	}
+	return []byte(b.String())
+}
+
+// createFile makes the new file name of dir hold b, durably (file and
+// directory); it fails if the file exists.
+func createFile(fsys vfs.FS, dir, name string, b []byte) error {
+	f, err := fsys.Create(filepath.Join(dir, name), vfs.Fdatasync)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(b, 0); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return fsys.SyncDir(dir)
+}
+
+// replaceFile makes the file name of dir hold b, whole or not at all after
+// a crash: written under a temporary name (which Open removes), synced,
+// renamed over name and the directory synced.
+func replaceFile(fsys vfs.FS, dir, name string, b []byte) error {
+	tmp := name + tmpSuffix
+	if err := fsys.Remove(filepath.Join(dir, tmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := createFile(fsys, dir, tmp, b); err != nil {
+		return err
+	}
+	if err := fsys.Rename(filepath.Join(dir, tmp), filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	return fsys.SyncDir(dir)
 }
 
 // writeEvidence copies n bytes of the segment sc scans, from offset off,

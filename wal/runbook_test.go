@@ -12,7 +12,8 @@ import (
 
 // TestRunbookErrors produces each error docs/damaged-log.md covers and
 // checks the words the runbook quotes, and which tool it sends the reader
-// to: Salvage reads, Repair mends, or neither (the record cases).
+// to: Salvage reads, Repair mends (all but the foreign file, which is not
+// damage).
 func TestRunbookErrors(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -37,13 +38,13 @@ func TestRunbookErrors(t *testing.T) {
 		}, "wal: foreign file in log directory: backup.tar", false},
 		{"damaged first-lsn record", func(t *testing.T, dir string, segs []string) {
 			flipByte(t, filepath.Join(dir, "first-lsn"), 2)
-		}, "the LSN recorded in first-lsn is damaged", false},
+		}, "the LSN recorded in first-lsn is damaged", true},
 		{"damaged truncate-lsn record", func(t *testing.T, dir string, segs []string) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "truncate-lsn"), []byte("0123456789abcdef"), 0o644))
-		}, "the LSN recorded in truncate-lsn is damaged", false},
+		}, "the LSN recorded in truncate-lsn is damaged", true},
 		{"damaged epoch record", func(t *testing.T, dir string, segs []string) {
 			flipByte(t, filepath.Join(dir, "epoch"), 2)
-		}, "the epoch recorded in epoch is damaged", false},
+		}, "the epoch recorded in epoch is damaged", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -39,6 +39,8 @@ type SalvageReport struct {
 	// or epoch record, a segment file shorter or longer than its header
 	// records, a pending cut.
 	Notes []string
+
+	maxEpoch uint32 // the highest epoch (modulo 2^30) carried by a frame read, of format 6 or later
 }
 
 // Salvage reads the longest verifiable prefix of the log in dir, damaged or
@@ -88,7 +90,7 @@ func Salvage(dir string, opts Options, fn func(lsn LSN, rec []byte) error) (Salv
 	}
 	rule, err := readEpoch(fsys, dir)
 	if err != nil {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("epoch record unreadable (%v): frames are judged by their checksums alone", err))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("epoch record unreadable (%v): frames are judged by their checksums and by their epochs never going back", err))
 		rule = epochRule{}
 	}
 	cut := noCutLSN
@@ -200,6 +202,17 @@ func salvageSegment(f vfs.File, name string, first, start LSN, rule epochRule, c
 			}
 			return 0, &salvageEnd{off: off, damage: &CorruptionError{Segment: name, Offset: off,
 				Reason: fmt.Sprintf("%s at LSN %d, %d non-zero bytes after it (a torn tail Open may cut, or damage)", st, lsn, nz+1-off)}}, nil
+		}
+		if ep := sc.word >> 2; h.Version >= 6 {
+			if !rule.Known && ep < rep.maxEpoch {
+				// Epochs only grow along the log: a frame of an older one
+				// after a later one is a frame a cut or a recovery dropped
+				// and whose zeros never reached the disk (the epoch rule,
+				// which would say so, is unreadable or missing).
+				return 0, &salvageEnd{off: off, damage: &CorruptionError{Segment: name, Offset: off,
+					Reason: fmt.Sprintf("the frame at LSN %d was written in epoch %d (modulo 2^30), before epoch %d of a frame ahead of it: a frame the log dropped", lsn, ep, rep.maxEpoch)}}, nil
+			}
+			rep.maxEpoch = max(rep.maxEpoch, ep)
 		}
 		if rec == nil {
 			if flags == flagLink {

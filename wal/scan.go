@@ -30,6 +30,7 @@ type frameScanner struct {
 	window   int64     // scanWindow, or less in tests
 	rule     epochRule // the epoch rule valid frames must also meet (frameStale)
 	cut      LSN       // a recorded cut not yet finished: the bytes from it read as zeros (noCutLSN: none)
+	word     uint32    // the kind word of the last valid frame read (Salvage)
 }
 
 // scanFile returns a scanner of the segment file f (of size bytes, whose
@@ -192,6 +193,7 @@ func (sc *frameScanner) frame(lsn LSN, ahead bool) (rec []byte, wm LSN, size int
 	}
 	if st == frameValid {
 		word := format.KindWordOf(b)
+		sc.word = word
 		if why, woff := sc.rule.Contradiction(ff, uint64(lsn), word); why != "" {
 			return nil, 0, 0, 0, frameStale, &CorruptionError{Segment: epochName, Offset: woff,
 				Reason: fmt.Sprintf("the frame at LSN %d of %s %s", lsn, sc.name, why)}

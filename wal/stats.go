@@ -28,6 +28,13 @@ type counters struct {
 	segments, segmentBytes atomic.Int64
 	firstLSN               atomic.Uint64
 
+	// The oldest write not yet synced (ns since Open, 0: none), the
+	// longest such wait, the waits over the policy's bound, and the waits
+	// (Log.noteSynced).
+	unsyncedSince, unsyncedMax atomic.Int64
+	unsyncedOver               atomic.Uint64
+	unsyncedHist               latencyHist
+
 	fsyncHist, writeHist latencyHist
 	commitHist           [3]latencyHist // by policy.Wait: none, write, sync
 	seg                  segCounters
@@ -77,8 +84,8 @@ type PrepareStats struct {
 	// frames reached. With PrepareBytes, the zeros the log wrote.
 	ZeroedAhead uint64
 	// Waits counts appends that waited for a segment to be prepared, those
-	// that found a preparation already running included (the same count as
-	// Stats.SegmentCreateStalls).
+	// that found a preparation already running included (InnoDB waiting
+	// for the next redo file).
 	Waits uint64
 	// WaitTime is the total time appends spent in those waits, and WaitMax
 	// the longest one: what the worst commits of a roll waited on.
@@ -148,12 +155,9 @@ type Stats struct {
 	// wal_buffers_full). A full half whose other half is free is handed to
 	// a writer without a wait and is not counted.
 	BufferFullWaits uint64
-	// SegmentCreateStalls counts appends that waited for a new segment to
-	// be prepared, whether they started the preparation or found it running
-	// (InnoDB waiting for the next redo file). Prepare times the waits.
-	SegmentCreateStalls uint64
 	// Prepare counts the segment lifecycle: preparations of the next
-	// segment and the appends that waited for one.
+	// segment and the appends that waited for one (Prepare.Waits, which
+	// was also SegmentCreateStalls before v0.2.0).
 	Prepare PrepareStats
 	// PostponedWrites counts writes postponed because a background sync was
 	// running (Redis latency event aof-write-pending-fsync).
@@ -226,6 +230,32 @@ type Stats struct {
 	// policy.SyncEveryN); Fsyncs also counts background, roll and segment
 	// syncs, which are not groups.
 	Group groupcommit.Stats
+	// UnsyncedWait is the distribution of how long written records
+	// waited to become durable: at each sync of the log's current segment
+	// (a commit's, Sync's or the background flusher's) that made written
+	// records durable, the time since the oldest of their writes. Under
+	// the interval policies it shows whether the flusher keeps the
+	// policy's promise; under BufferedInterval and AsyncCommit add the
+	// time a record spent in the log buffer before its write. Syncs of a
+	// roll's sealing are not samples: the records they cover count with
+	// the next sync's. UnsyncedWaitMax is its largest value since Open,
+	// and UnsyncedAge the age of the oldest write not yet synced now (0 if
+	// none; not under an O_DSYNC sync method, which syncs every write).
+	UnsyncedWait                 Histogram
+	UnsyncedWaitMax, UnsyncedAge time.Duration
+	// UnsyncedOverBound counts the samples of UnsyncedWait above the
+	// bound of an interval policy (SyncInterval, SyncIntervalPostponed,
+	// BufferedInterval, AsyncCommit): its interval plus twice the duration
+	// of the sync that ended the wait. Each is also logged as a warning
+	// through Options.Logger. The policies' loss bounds assume the
+	// flusher runs on time; a count here means it did not (a starved
+	// scheduler, a paused process, a stalled disk).
+	UnsyncedOverBound uint64
+	// Policy is the durability policy in use, in the text policy.Parse
+	// reads (Options.Policy.String(): "sync-every-commit" by default). The
+	// policy is not recorded in the log: a log may be reopened with
+	// another one, and Policy then says the new one.
+	Policy string
 	// SyncMethod is the sync method in use; SyncMethodFallback reports that
 	// it is a fallback from Options.SyncMethod, which the filesystem
 	// refused (Options.AllowSyncMethodFallback).
@@ -257,33 +287,37 @@ func (s Stats) CommitsPerFsync() float64 {
 
 // Stats returns a snapshot of the counters. It is safe to call at any time,
 // concurrently with appends, and does not stop them; the fields are read one
-// by one, so they may be mutually off by the operations in flight.
+// by one, so they may be mutually off by the operations in flight. A Stats
+// is about 26 KB, most of it its six histograms: a caller that reads it
+// often (a metrics scrape) can fill one it keeps with StatsInto instead.
 func (l *Log) Stats() Stats {
+	var s Stats
+	l.StatsInto(&s)
+	return s
+}
+
+// StatsInto fills *s with what Stats returns, every field overwritten,
+// without copying a Stats by value (a scraper keeps one and refills it).
+// Safe for concurrent use, as Stats, with distinct s.
+func (l *Log) StatsInto(s *Stats) {
 	c := &l.stats
-	// Every commit counted is one duration in exactly one of the commit
-	// histograms: their counts are Commits (no counter of its own, one
-	// atomic add less per commit).
-	none, written, synced := c.commitHist[policy.WaitNone].snapshot(), c.commitHist[policy.WaitWrite].snapshot(),
-		c.commitHist[policy.WaitSync].snapshot()
-	return Stats{
-		Commits:             none.Count + written.Count + synced.Count,
-		AppendRequests:      c.appendRequests.Load(),
-		BytesAppended:       c.bytesAppended.Load(),
-		WriteCalls:          c.writeCalls.Load(),
-		BytesWritten:        c.bytesWritten.Load(),
-		WriteErrors:         c.writeErrors.Load(),
-		Fsyncs:              c.fsyncs.Load(),
-		DirSyncs:            c.dirSyncs.Load(),
-		FsyncErrors:         c.fsyncErrors.Load(),
-		FsyncsPending:       c.fsyncsPending.Load(),
-		FsyncTimeTotal:      time.Duration(c.fsyncTime.Load()),
-		FsyncMaxDuration:    time.Duration(c.fsyncMax.Load()),
-		WriteTimeTotal:      time.Duration(c.writeTime.Load()),
-		BackgroundSyncs:     c.backgroundSyncs.Load(),
-		Rolls:               c.rolls.Load(),
-		SealWaits:           c.sealWaits.Load(),
-		BufferFullWaits:     c.bufferFullWaits.Load(),
-		SegmentCreateStalls: c.segmentCreateStalls.Load(),
+	*s = Stats{
+		AppendRequests:   c.appendRequests.Load(),
+		BytesAppended:    c.bytesAppended.Load(),
+		WriteCalls:       c.writeCalls.Load(),
+		BytesWritten:     c.bytesWritten.Load(),
+		WriteErrors:      c.writeErrors.Load(),
+		Fsyncs:           c.fsyncs.Load(),
+		DirSyncs:         c.dirSyncs.Load(),
+		FsyncErrors:      c.fsyncErrors.Load(),
+		FsyncsPending:    c.fsyncsPending.Load(),
+		FsyncTimeTotal:   time.Duration(c.fsyncTime.Load()),
+		FsyncMaxDuration: time.Duration(c.fsyncMax.Load()),
+		WriteTimeTotal:   time.Duration(c.writeTime.Load()),
+		BackgroundSyncs:  c.backgroundSyncs.Load(),
+		Rolls:            c.rolls.Load(),
+		SealWaits:        c.sealWaits.Load(),
+		BufferFullWaits:  c.bufferFullWaits.Load(),
 		Prepare: PrepareStats{
 			Prepared:     c.seg.prepared.Load(),
 			Recycled:     c.seg.recycled.Load(),
@@ -307,25 +341,51 @@ func (l *Log) Stats() Stats {
 		PaddingBytes:            c.paddingBytes.Load(),
 		FullBlockWrites:         c.fullBlockWrites.Load(),
 		PartialBlockWrites:      c.partialBlockWrites.Load(),
+		Policy:                  l.opts.Policy.String(),
+		UnsyncedWaitMax:         time.Duration(c.unsyncedMax.Load()),
+		UnsyncedAge:             l.unsyncedAge(),
+		UnsyncedOverBound:       c.unsyncedOver.Load(),
 		SyncMethod:              l.method,
 		SyncMethodFallback:      l.fellBack,
 		DirectIOAlignment:       l.write.dio.align,
 		DirectIOAlignmentSource: l.write.dio.source,
 
-		SlowSyncs:         c.slowSyncs.Load(),
-		FsyncDuration:     c.fsyncHist.snapshot(),
-		WriteDuration:     c.writeHist.snapshot(),
-		CommitWaitNone:    none,
-		CommitWaitWritten: written,
-		CommitWaitSynced:  synced,
-		Segments:          int(c.segments.Load()),
-		SegmentBytes:      c.segmentBytes.Load(),
-		FirstLSN:          LSN(c.firstLSN.Load()),
-		RecoveryDuration:  l.info.Duration,
-		ReaderBytes:       c.readerBytes.Load(),
-		ReaderRecords:     c.readerRecords.Load(),
+		SlowSyncs:        c.slowSyncs.Load(),
+		Segments:         int(c.segments.Load()),
+		SegmentBytes:     c.segmentBytes.Load(),
+		FirstLSN:         LSN(c.firstLSN.Load()),
+		RecoveryDuration: l.info.Duration,
+		ReaderBytes:      c.readerBytes.Load(),
+		ReaderRecords:    c.readerRecords.Load(),
 	}
+	c.fsyncHist.snapshotInto(&s.FsyncDuration)
+	c.writeHist.snapshotInto(&s.WriteDuration)
+	c.unsyncedHist.snapshotInto(&s.UnsyncedWait)
+	// Every commit counted is one duration in exactly one of the commit
+	// histograms: their counts are Commits (no counter of its own, one
+	// atomic add less per commit).
+	c.commitHist[policy.WaitNone].snapshotInto(&s.CommitWaitNone)
+	c.commitHist[policy.WaitWrite].snapshotInto(&s.CommitWaitWritten)
+	c.commitHist[policy.WaitSync].snapshotInto(&s.CommitWaitSynced)
+	s.Commits = s.CommitWaitNone.Count + s.CommitWaitWritten.Count + s.CommitWaitSynced.Count
 }
+
+// unsyncedAge returns the age of the oldest write not yet synced, 0 if none.
+func (l *Log) unsyncedAge() time.Duration {
+	if since := l.stats.unsyncedSince.Load(); since != 0 && l.synced.Load() < l.written.Load() {
+		return max(time.Since(l.opened)-time.Duration(since), 0)
+	}
+	return 0
+}
+
+// Options returns the options the log runs with: those given to Open or
+// OpenReadOnly, every zero field set to its default. SyncMethod is the one
+// asked for; Stats.SyncMethod is the one in use (they differ after a
+// fallback, Options.AllowSyncMethodFallback). Nothing of it is recorded in
+// the log's files but the segment size, in each segment's header: a log
+// may be reopened with another policy, sync method or buffer size.
+// Safe for concurrent use.
+func (l *Log) Options() Options { return l.opts }
 
 // addWait records one wait for a prepared segment.
 func (c *segCounters) addWait(d time.Duration) {

@@ -7,8 +7,11 @@ package wal_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -85,8 +88,7 @@ func TestSegmentWaitsCounted(t *testing.T) {
 	}
 	require.NoError(t, l.Close())
 	s := l.Stats()
-	require.Equal(t, uint64(1), s.SegmentCreateStalls, "the append at the segment's end waited for the running preparation")
-	require.Equal(t, s.SegmentCreateStalls, s.Prepare.Waits)
+	require.Equal(t, uint64(1), s.Prepare.Waits, "the append at the segment's end waited for the running preparation")
 	require.GreaterOrEqual(t, s.Prepare.WaitTime, hold/2, "the wait is timed")
 	require.Equal(t, s.Prepare.WaitTime, s.Prepare.WaitMax, "one wait: the total is the longest")
 	require.Equal(t, uint64(2), s.Prepare.Prepared)
@@ -164,4 +166,139 @@ func TestRecoveryBytesReadCountsEveryRead(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, n.Load(), l.Recovered().BytesRead, "with a cut to finish")
 	require.NoError(t, l.Close())
+}
+
+// Issue 26: Stats and Options say the policy, sync method and options in
+// use; a log reopened with another policy and sync method says the new
+// ones (neither is recorded in the log).
+func TestStatsPolicyAndOptions(t *testing.T) {
+	mem := vfs.NewMem()
+	l, err := wal.Open(logDir, wal.Options{FS: mem, SegmentSize: 64 << 10, Policy: policy.SyncInterval(50 * time.Millisecond)})
+	require.NoError(t, err)
+	s := l.Stats()
+	require.Equal(t, "sync-interval(50ms)", s.Policy)
+	require.Equal(t, vfs.Fdatasync, s.SyncMethod)
+	o := l.Options()
+	require.Equal(t, int64(64<<10), o.SegmentSize)
+	require.Equal(t, wal.DefaultBufferSize, o.BufferSize, "defaults filled in")
+	require.Equal(t, "sync-interval(50ms)", o.Policy.String())
+	_, err = l.Append([]byte("x"))
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+
+	l, err = wal.Open(logDir, wal.Options{FS: mem, SegmentSize: 64 << 10, Policy: policy.SyncNever(), SyncMethod: vfs.Fsync})
+	require.NoError(t, err)
+	defer l.Close()
+	s = l.Stats()
+	require.Equal(t, "sync-never", s.Policy)
+	require.Equal(t, vfs.Fsync, s.SyncMethod)
+	_, recs := readAll(t, l, l.Recovered().FirstLSN)
+	require.Len(t, recs, 1, "the record written under the other policy is read")
+}
+
+// Issue 26: the log measures how long written records wait to become
+// durable, and counts and logs a wait over an interval policy's bound (a
+// flusher that ran late).
+func TestUnsyncedWait(t *testing.T) {
+	var logged strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil))
+	l, err := wal.Open(logDir, wal.Options{FS: vfs.NewMem(), SegmentSize: 64 << 10,
+		Policy: policy.SyncInterval(20 * time.Millisecond), Logger: logger})
+	require.NoError(t, err)
+	defer l.Close()
+	for range 5 {
+		_, err := l.Append([]byte("x"))
+		require.NoError(t, err)
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.NoError(t, l.Sync())
+	s := l.Stats()
+	require.Positive(t, s.UnsyncedWait.Count)
+	require.Positive(t, s.UnsyncedWaitMax)
+	require.Zero(t, s.UnsyncedAge, "all synced")
+
+	// A flusher a second late: the wait is over the bound.
+	over := s.UnsyncedOverBound
+	aged := false
+	for i := 0; i < 100 && !aged; i++ {
+		_, err := l.Append([]byte("y"))
+		require.NoError(t, err)
+		aged = wal.AgeUnsynced(l, time.Second)
+	}
+	require.True(t, aged, "no append stayed unsynced long enough to age it")
+	require.GreaterOrEqual(t, l.Stats().UnsyncedAge, time.Second)
+	require.NoError(t, l.Sync())
+	s = l.Stats()
+	require.Equal(t, over+1, s.UnsyncedOverBound)
+	require.GreaterOrEqual(t, s.UnsyncedWaitMax, time.Second)
+	mu.Lock()
+	require.Contains(t, logged.String(), "waited longer than the policy's bound")
+	mu.Unlock()
+}
+
+// SyncEveryCommit has no interval bound: waits are measured, none is over.
+func TestUnsyncedWaitSyncEveryCommit(t *testing.T) {
+	l, err := wal.Open(logDir, wal.Options{FS: vfs.NewMem(), SegmentSize: 64 << 10})
+	require.NoError(t, err)
+	defer l.Close()
+	for range 5 {
+		_, err := l.Append([]byte("x"))
+		require.NoError(t, err)
+	}
+	s := l.Stats()
+	require.Equal(t, uint64(5), s.UnsyncedWait.Count, "one sample per commit's sync")
+	require.Zero(t, s.UnsyncedOverBound)
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
+}
+
+// BenchmarkStats: Stats (a Stats returned by value) against StatsInto (one
+// Stats refilled).
+func BenchmarkStats(b *testing.B) {
+	l, err := wal.Open(logDir, wal.Options{FS: vfs.NewMem(), SegmentSize: 64 << 10})
+	require.NoError(b, err)
+	defer l.Close()
+	b.Run("Stats", func(b *testing.B) {
+		for b.Loop() {
+			s := l.Stats()
+			if s.Commits != 0 {
+				b.Fatal(s.Commits)
+			}
+		}
+	})
+	b.Run("StatsInto", func(b *testing.B) {
+		var s wal.Stats
+		for b.Loop() {
+			l.StatsInto(&s)
+			if s.Commits != 0 {
+				b.Fatal(s.Commits)
+			}
+		}
+	})
+}
+
+// StatsInto fills every field: a Stats refilled equals a fresh one.
+func TestStatsInto(t *testing.T) {
+	l, err := wal.Open(logDir, wal.Options{FS: vfs.NewMem(), SegmentSize: 64 << 10})
+	require.NoError(t, err)
+	defer l.Close()
+	_, err = l.Append([]byte("x"))
+	require.NoError(t, err)
+	var s wal.Stats
+	s.Commits, s.FsyncDuration.Count, s.CommitWaitSynced.Buckets[3] = 99, 99, 99 // stale
+	l.StatsInto(&s)
+	want := l.Stats()
+	want.UnsyncedAge, s.UnsyncedAge = 0, 0
+	require.Equal(t, want, s)
+	require.Equal(t, uint64(1), s.Commits)
 }

@@ -9,6 +9,11 @@
 // with VerifyOnOpen finds (every frame of every segment checked); the exit
 // status follows the second.
 //
+// It cannot say which policy, sync method or buffer size the log was
+// written with: none is recorded in the log (each Open sets them, and a log
+// may be reopened with others). A running Log reports them in Stats.Policy,
+// Stats.SyncMethod and Log.Options, and promwal's durawal_wal_info metric.
+//
 // Usage:
 //
 //	waldump [-frames] [-records N] [-export FILE [-export-format jsonl|binary]] [-json] DIR
@@ -67,6 +72,7 @@ type dump struct {
 	Epoch       *epochRecord         `json:"epoch"`
 	Segments    []segment            `json:"segments"`
 	Quarantined []wal.QuarantineFile `json:"quarantined"`
+	Repairs     []string             `json:"repairs"`
 	Temp        []string             `json:"temp"`
 	Foreign     []string             `json:"foreign"`
 	Verdict     verdict              `json:"verdict"`
@@ -236,7 +242,7 @@ func collect(dir string, withFrames bool, n int) (*dump, error) {
 		}
 		return nil, errors.New(msg)
 	}
-	d := &dump{Dir: dir, Quarantined: di.Quarantined, Temp: di.Temp, Foreign: di.Foreign}
+	d := &dump{Dir: dir, Quarantined: di.Quarantined, Repairs: di.Repairs, Temp: di.Temp, Foreign: di.Foreign}
 	if di.First.Present {
 		d.FirstLSN = &lsnRecord{LSN: di.First.LSN, Error: errString(di.First.Err)}
 	}
@@ -359,6 +365,7 @@ const endFrameBytes = 24
 
 func printText(w io.Writer, d *dump) {
 	fmt.Fprintf(w, "log %s\n", d.Dir)
+	fmt.Fprintln(w, "policy and sync method: not recorded in the log (each Open sets them; a running Log's Stats reports them)")
 	printRecord(w, "first-lsn", d.FirstLSN, "none (a format-1 log, or one whose creation a crash interrupted)")
 	printRecord(w, "truncate-lsn", d.TruncateLSN, "none (no cut pending)")
 	if e := d.Epoch; e != nil {
@@ -407,6 +414,9 @@ func printText(w io.Writer, d *dump) {
 	}
 	for _, q := range d.Quarantined {
 		fmt.Fprintf(w, "quarantined: %s  LSN %d to %d  %d bytes\n", q.Name, q.FromLSN, q.EndLSN, q.Bytes)
+	}
+	for _, n := range d.Repairs {
+		fmt.Fprintf(w, "repair file: %s\n", n)
 	}
 	for _, n := range d.Temp {
 		fmt.Fprintf(w, "temporary file: %s\n", n)

@@ -30,6 +30,9 @@ func runRepair(dir string, apply bool, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "drops: LSN %d to %d: %d bytes into %d evidence files; %d valid records found among them (damaged frames are not countable)\n",
 			rep.LostFrom, rep.LostTo, rep.LostBytes, len(rep.Evidence), rep.LostRecords)
+		for _, r := range rep.Records {
+			fmt.Fprintf(stdout, "record: %s is damaged; its bytes go to %s; replaced by: %s\n", r.Name, r.Copy, r.Replacement)
+		}
 		verb := "would"
 		if apply {
 			verb = "did"
@@ -49,7 +52,7 @@ func runRepair(dir string, apply bool, stdout, stderr io.Writer) int {
 	case !rep.Needed:
 		fmt.Fprintln(stdout, "nothing to repair: Open (with VerifyOnOpen) accepts the log")
 	case apply:
-		fmt.Fprintf(stdout, "repaired: Open accepts the log; the dropped bytes are in %v\n", rep.Evidence)
+		fmt.Fprintf(stdout, "repaired: Open accepts the log; the dropped bytes are in %v; the report is %s\n", rep.Evidence, rep.ReportFile)
 	default:
 		fmt.Fprintln(stdout, "dry run: nothing was changed; run again with -apply to repair (with no process using the log)")
 	}

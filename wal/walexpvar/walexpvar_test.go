@@ -27,6 +27,7 @@ func TestPublish(t *testing.T) {
 	var got struct {
 		Commits, Fsyncs  uint64
 		SyncMethod       string
+		Policy           string
 		Segments         int
 		FsyncDuration    struct{ Count, Sum, P50, P99, P999 int64 }
 		CommitWaitSynced struct{ Count int64 }
@@ -41,6 +42,7 @@ func TestPublish(t *testing.T) {
 	require.Equal(t, uint64(50), got.Commits, "read when asked: the appends after Publish are in")
 	require.Equal(t, s.Fsyncs, got.Fsyncs)
 	require.Equal(t, "fdatasync", got.SyncMethod)
+	require.Equal(t, "sync-every-commit", got.Policy)
 	require.Equal(t, 1, got.Segments)
 	require.Equal(t, int64(s.FsyncDuration.Count), got.FsyncDuration.Count)
 	require.Equal(t, int64(50), got.CommitWaitSynced.Count)

@@ -63,7 +63,7 @@ func (g *gcReader) cycles() uint64 {
 func takeSample(l *wal.Log, at time.Duration, g *gcReader) sample {
 	s := l.Stats()
 	return sample{
-		at: at, rolls: s.Rolls, stalls: s.SegmentCreateStalls, bufFull: s.BufferFullWaits,
+		at: at, rolls: s.Rolls, stalls: s.Prepare.Waits, bufFull: s.BufferFullWaits,
 		bgSyncs: s.BackgroundSyncs, postponed: s.PostponedWrites, fsyncs: s.Fsyncs, sealWaits: s.SealWaits,
 		delays:    s.Group.DelaySleeps + s.Group.TriggerCount + s.Group.TriggerTimeout,
 		fsyncTime: s.FsyncTimeTotal, writeTime: s.WriteTimeTotal, gcCycles: g.cycles(),
@@ -179,7 +179,7 @@ var causeOrder = []string{causeStall, causeRoll, causeBuffer, causeBgSync, cause
 // causesNote explains the "slowest commits waited on" column.
 const causesNote = "\"Slowest commits\": the slowest 0.1% of each round's commits (at least 1, at most 32 a round), " +
 	"and what the log's counters (wal.Stats, sampled every millisecond) and the Go runtime recorded while each waited: " +
-	"segment wait = waited for the next segment to be prepared (SegmentCreateStalls); " +
+	"segment wait = waited for the next segment to be prepared (Stats.Prepare.Waits); " +
 	"roll = a segment was finished and replaced (Rolls; its sync runs in the background, but a commit that needs durability waits for it); buffer full = the log buffer had to be written before " +
 	"an append could copy its record (BufferFullWaits); background sync = the flusher's periodic fdatasync ran " +
 	"(BackgroundSyncs); postponed write = a write waited for a background sync (PostponedWrites); " +

@@ -245,7 +245,7 @@ func windowResult(s spec, before, after wal.Stats, elapsed time.Duration, batch 
 		PaddingBytes:    after.PaddingBytes - before.PaddingBytes,
 		BackgroundSyncs: after.BackgroundSyncs - before.BackgroundSyncs,
 		Rolls:           after.Rolls - before.Rolls,
-		SegmentStalls:   after.SegmentCreateStalls - before.SegmentCreateStalls,
+		SegmentStalls:   after.Prepare.Waits - before.Prepare.Waits,
 		BufferFullWaits: after.BufferFullWaits - before.BufferFullWaits,
 		PostponedWrites: after.PostponedWrites - before.PostponedWrites,
 		DelayedWrites:   after.DelayedWrites - before.DelayedWrites,

@@ -771,7 +771,7 @@ func longTables(lr *longResult, rounds int) []table {
 				"waits of commits over 10 ms, so the members of one group that waited through the same slow fdatasync count once " +
 				"(for a loop of one goroutine, stalls equal commits over 10 ms); stalls in preparation count those that overlapped a " +
 				"segment preparation, and % time preparing is how much of the cell a preparation ran (with no effect of the " +
-				"preparations on the commits, the first is about that share of the stalls). Rolls and segment waits (appends that waited for the next segment, Stats.SegmentCreateStalls) " +
+				"preparations on the commits, the first is about that share of the stalls). Rolls and segment waits (appends that waited for the next segment, Stats.Prepare.Waits) " +
 				"are wal.Stats over the commits; seal waits count rolls that waited for the previous roll's sealing (Stats.SealWaits: " +
 				"its segment's fdatasync, which a log writing faster than the device sustains meets at each roll); recycled and allocated count the segments prepared by reusing a file and by fallocate " +
 				"(the rest were zero-filled); prepare ms/segment is Stats.Prepare.PrepareTime ÷ Prepared over them (allocation or " +

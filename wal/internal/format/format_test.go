@@ -104,3 +104,20 @@ func TestNames(t *testing.T) {
 	_, ok = ParseQuarantineName(bytes.NewBufferString("00000000000000000512-x.torn").String())
 	require.False(t, ok)
 }
+
+func TestRepairNames(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{0, "txt"}, {2, "txt"}, {0, FirstLSNName}, {1, TruncateName}, {0, EpochName}} {
+		name := RepairName("20261205T121348Z", c.n, c.what)
+		what, ok := ParseRepairName(name)
+		require.True(t, ok, name)
+		require.Equal(t, c.what, what)
+	}
+	for _, bad := range []string{"repair-20261205T121348Z.tar", "repair-20261305T121348Z.txt", "repair-20261205T121348Z.0.txt",
+		"repair-20261205T121348Z.txt.wal.tmp", "repair-x.txt", "repair-20261205T121348Z", "20261205T121348Z.txt"} {
+		_, ok := ParseRepairName(bad)
+		require.False(t, ok, bad)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -167,4 +168,48 @@ func ParseQuarantineName(name string) (from uint64, ok bool) {
 	from, err1 := strconv.ParseUint(a, 10, 64)
 	_, err2 := strconv.ParseUint(b, 10, 64)
 	return from, err1 == nil && err2 == nil
+}
+
+// RepairPrefix begins the names of the files a repair leaves in a log
+// directory: its report ("repair-<stamp>[.n].txt") and the copies of the
+// damaged record files it replaced ("repair-<stamp>[.n].first-lsn", and
+// likewise for truncate-lsn and epoch). <stamp> is the repair's start, UTC,
+// as "20060102T150405Z".
+const RepairPrefix = "repair-"
+
+// RepairStampLayout is the time layout of a repair file's <stamp>.
+const RepairStampLayout = "20060102T150405Z"
+
+// RepairName returns the name of a repair file: stamp (RepairStampLayout),
+// n (0: none; otherwise ".n" tells apart repairs of the same second) and
+// what: "txt" for the report, or the record's name for its damaged copy.
+func RepairName(stamp string, n int, what string) string {
+	if n == 0 {
+		return RepairPrefix + stamp + "." + what
+	}
+	return fmt.Sprintf("%s%s.%d.%s", RepairPrefix, stamp, n, what)
+}
+
+// ParseRepairName recognises a name RepairName made and returns its what.
+func ParseRepairName(name string) (what string, ok bool) {
+	rest, ok := strings.CutPrefix(name, RepairPrefix)
+	if !ok || len(rest) < len(RepairStampLayout)+2 || rest[len(RepairStampLayout)] != '.' {
+		return "", false
+	}
+	if _, err := time.Parse(RepairStampLayout, rest[:len(RepairStampLayout)]); err != nil {
+		return "", false
+	}
+	rest = rest[len(RepairStampLayout)+1:]
+	if i := strings.IndexByte(rest, '.'); i >= 0 {
+		if n, err := strconv.Atoi(rest[:i]); err == nil && n > 0 {
+			rest = rest[i+1:]
+		} else {
+			return "", false
+		}
+	}
+	switch rest {
+	case "txt", FirstLSNName, TruncateName, EpochName:
+		return rest, true
+	}
+	return "", false
 }
