@@ -76,6 +76,10 @@ var (
 	// SyncContext, WaitDurable, RemoveBefore, TruncateFrom) on a Log
 	// opened with OpenReadOnly. Nothing was appended or changed.
 	ErrReadOnly = errors.New("wal: log opened read-only")
+	// ErrInvalidArgument is matched by the error of a call whose arguments
+	// cannot be used (AppendBatchLSNs with fewer LSN slots than records);
+	// nothing was appended or changed.
+	ErrInvalidArgument = errors.New("wal: invalid argument")
 )
 
 // A BatchError reports an AppendBatch that stopped after its first Appended

@@ -280,7 +280,11 @@ func TestAppendBatchLSNs(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, batch[i], got)
 	}
-	require.Panics(t, func() { l.AppendBatchLSNs(context.Background(), batch, lsns[:2]) })
+	before := l.AppendedLSN()
+	_, err = l.AppendBatchLSNs(context.Background(), batch, lsns[:2])
+	require.ErrorIs(t, err, wal.ErrInvalidArgument, "too few LSN slots")
+	require.Equal(t, before, l.AppendedLSN(), "nothing appended")
+	err = nil
 	if raceEnabled {
 		return
 	}

@@ -376,9 +376,9 @@ func (l *Log) AppendBatchContext(ctx context.Context, recs [][]byte, opts ...App
 // AppendBatchLSNs is AppendBatchContext that also reports every record's
 // LSN (a Raft log store needs each entry's); like WaitDurable it has only a
 // context form, as its callers always hold one. It stores the LSN of recs[i]
-// in lsns[i], allocating nothing. lsns must have
-// at least len(recs) elements (AppendBatchLSNs panics otherwise, as for an
-// index out of range). On a *BatchError the first Appended elements are
+// in lsns[i], allocating nothing. lsns must have at least len(recs)
+// elements: with fewer, nothing is appended and the error matches
+// ErrInvalidArgument. On a *BatchError the first Appended elements are
 // filled; with any other error none is. It returns the first record's LSN,
 // and the errors of AppendBatchContext. Safe for concurrent use.
 func (l *Log) AppendBatchLSNs(ctx context.Context, recs [][]byte, lsns []LSN, opts ...AppendOption) (LSN, error) {
@@ -386,7 +386,7 @@ func (l *Log) AppendBatchLSNs(ctx context.Context, recs [][]byte, lsns []LSN, op
 		return 0, ErrReadOnly
 	}
 	if len(lsns) < len(recs) {
-		panic(fmt.Sprintf("wal: AppendBatchLSNs: %d LSN slots for %d records", len(lsns), len(recs)))
+		return 0, fmt.Errorf("%w: AppendBatchLSNs: %d LSN slots for %d records", ErrInvalidArgument, len(lsns), len(recs))
 	}
 	return l.appendBatch(ctx, recs, lsns, opts)
 }
