@@ -277,6 +277,19 @@ func (s *Storage) appendBatch(recs [][]byte) ([]wal.LSN, error) {
 	return lsns, err
 }
 
+// Entries returns the entries in [lo, hi), at most maxSize bytes of them
+// but at least one, as MemoryStorage.Entries does, except for hi beyond
+// LastIndex()+1: an error matching raft.ErrUnavailable where MemoryStorage
+// panics (raft itself never asks for it). A Save that cuts a conflicting
+// suffix while Entries runs can still shrink the log between the check and
+// the read; raft never reads past a suffix it is replacing.
+func (s *Storage) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
+	if last, _ := s.MemoryStorage.LastIndex(); hi > last+1 {
+		return nil, fmt.Errorf("etcdraft: entries [%d, %d) past the last index %d: %w", lo, hi, last, raft.ErrUnavailable)
+	}
+	return s.MemoryStorage.Entries(lo, hi, maxSize)
+}
+
 // Save makes one Ready durable, as raft requires before any of the Ready's
 // messages is sent: snap (if not empty; its data first, in a synced file),
 // then entries (replacing any conflicting suffix), then hs (if not empty),

@@ -116,6 +116,13 @@ func TestStorageEntries(t *testing.T) {
 			requireEntries(t, tc.want, got)
 		})
 	}
+	// Past the last index: MemoryStorage panics, a Storage answers an error.
+	mem := vfs.NewMem()
+	both(t, base(t, mem, 3, 4, 5, 6), mem, func(s *etcdraft.Storage) {
+		got, err := s.Entries(4, 8, math.MaxUint64)
+		require.ErrorIs(t, err, raft.ErrUnavailable)
+		require.Empty(t, got)
+	})
 }
 
 func TestStorageLastIndex(t *testing.T) {
