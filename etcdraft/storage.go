@@ -65,6 +65,15 @@ const (
 // contents are not a raft log.
 var ErrCorrupt = errors.New("etcdraft: log is not a raft log")
 
+// ErrFailed is matched by the error of every write (Save, ApplySnapshot,
+// Append, SetHardState, CreateSnapshot, Compact) after a save that stopped
+// partway: some of its records are in the log without the mark of the
+// batch's end (wal.ErrNoSpace in the middle of a batch leaves the log usable,
+// see wal.BatchError). A later batch would end them, and a replay would
+// apply the failed save with it; so the Storage takes no more writes. Close
+// it and Open it again: Open drops the unfinished records.
+var ErrFailed = errors.New("etcdraft: an earlier save stopped partway; reopen the storage")
+
 // Storage is a raft.Storage whose state survives crashes. Its read methods
 // (InitialState, Entries, Term, LastIndex, FirstIndex, Snapshot) are the
 // embedded MemoryStorage's and are safe for concurrent use with each other
@@ -82,6 +91,8 @@ type Storage struct {
 	first   uint64    // index of lsns[0]
 	snapLSN wal.LSN   // LSN of the newest snapshot record (0 if none)
 	hsLSN   wal.LSN   // LSN of the newest hard-state record (0 if none)
+	// failed is set once a batch stopped partway (see ErrFailed).
+	failed error
 }
 
 // Open opens or creates the storage in dir: the durawal log in dir/log
@@ -270,10 +281,19 @@ func decode(lsn wal.LSN, rec []byte) (d decoded, last bool, err error) {
 
 // appendBatch appends recs as one batch, the last marked as such, made
 // durable by one sync, and returns their LSNs.
+// After a batch that stopped partway, it and every later call return an
+// error matching ErrFailed. s.mu is held.
 func (s *Storage) appendBatch(recs [][]byte) ([]wal.LSN, error) {
+	if s.failed != nil {
+		return nil, s.failed
+	}
 	recs[len(recs)-1][0] |= endOfBatch
 	lsns := make([]wal.LSN, len(recs))
 	_, err := s.log.AppendBatchLSNs(context.Background(), recs, lsns)
+	if be := (*wal.BatchError)(nil); errors.As(err, &be) && be.Appended > 0 {
+		s.failed = fmt.Errorf("%w: %d of %d records appended: %w", ErrFailed, be.Appended, len(recs), err)
+		return nil, s.failed
+	}
 	return lsns, err
 }
 
@@ -295,12 +315,17 @@ func (s *Storage) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 // then entries (replacing any conflicting suffix), then hs (if not empty),
 // appended as one batch of records and made durable by one fdatasync, and
 // applied to the MemoryStorage only then. Errors: those of
-// wal.Log.AppendBatchContext (after which the log is poisoned: reopen the
-// Storage), the filesystem's writing a snapshot file, and
-// raft.ErrSnapOutOfDate for a snapshot older than the one kept.
+// wal.Log.AppendBatchContext (after a failed write or sync the log is
+// poisoned: reopen the Storage), ErrFailed once a save stopped partway
+// (wal.ErrNoSpace in the middle of its batch), the filesystem's writing a
+// snapshot file, and raft.ErrSnapOutOfDate for a snapshot older than the
+// one kept.
 func (s *Storage) Save(hs *pb.HardState, entries []*pb.Entry, snap *pb.Snapshot) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.failed != nil {
+		return s.failed
+	}
 	withSnap := snap != nil && snap.GetMetadata() != nil && (snap.GetMetadata().GetIndex() > 0 || snap.GetMetadata().GetConfState() != nil)
 	if err := s.checkEntries(entries, snap, withSnap); err != nil {
 		return err
@@ -424,6 +449,9 @@ func (s *Storage) SetHardState(st *pb.HardState) error { return s.Save(st, nil, 
 func (s *Storage) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) (*pb.Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.failed != nil {
+		return nil, s.failed
+	}
 	if cur, _ := s.MemoryStorage.Snapshot(); i <= cur.GetMetadata().GetIndex() {
 		return nil, raft.ErrSnapOutOfDate
 	}
@@ -467,6 +495,9 @@ func (s *Storage) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) (*pb.S
 func (s *Storage) Compact(i uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.failed != nil {
+		return s.failed
+	}
 	snap, _ := s.MemoryStorage.Snapshot()
 	if i > snap.GetMetadata().GetIndex() {
 		return fmt.Errorf("etcdraft: compact to %d beyond the snapshot at %d: %w", i, snap.GetMetadata().GetIndex(), raft.ErrUnavailable)
