@@ -7,9 +7,11 @@
 // package (the durable record) with a raft.MemoryStorage (what raft reads);
 // a Storage here does the same with a wal.Log: every Save appends the
 // Ready's snapshot metadata, entries and hard state as records of one
-// batch, made durable by one fdatasync (wal.Log.AppendBatchContext under
-// policy.SyncEveryCommit), then applies them to the MemoryStorage it
-// embeds. Open replays the records into a fresh MemoryStorage.
+// batch, made durable by one fdatasync (wal.Log.AppendBatchLSNs with
+// wal.ForceSync), then applies them to the MemoryStorage it embeds. As
+// etcd's wal does, a Save that raft.MustSync says needs no sync (only the
+// commit index moved) is appended without one and becomes durable with the
+// next synced write. Open replays the records into a fresh MemoryStorage.
 //
 // # Records
 //
@@ -96,14 +98,15 @@ type Storage struct {
 }
 
 // Open opens or creates the storage in dir: the durawal log in dir/log
-// (opts is passed to wal.Open; its Policy is always SyncEveryCommit, as raft
-// needs every save durable before its messages go out) and snapshot files
+// (opts is passed to wal.Open; its Policy is always SyncNever, and every
+// write raft needs durable before its messages go out asks for its sync
+// with wal.ForceSync) and snapshot files
 // in dir/snap. It replays the log into the MemoryStorage. Errors: those of
 // wal.Open (wal.ErrCorrupt for a damaged log, see the wal package), ErrCorrupt
 // for records that are not a raft log, and the filesystem's errors reading
 // a snapshot file.
 func Open(dir string, opts wal.Options) (*Storage, error) {
-	opts.Policy = policy.SyncEveryCommit()
+	opts.Policy = policy.SyncNever() // each append says whether it must be synced (wal.ForceSync)
 	if opts.FS == nil {
 		opts.FS = vfs.OS()
 	}
@@ -280,16 +283,20 @@ func decode(lsn wal.LSN, rec []byte) (d decoded, last bool, err error) {
 }
 
 // appendBatch appends recs as one batch, the last marked as such, made
-// durable by one sync, and returns their LSNs.
+// durable by one sync if sync is set, and returns their LSNs.
 // After a batch that stopped partway, it and every later call return an
 // error matching ErrFailed. s.mu is held.
-func (s *Storage) appendBatch(recs [][]byte) ([]wal.LSN, error) {
+func (s *Storage) appendBatch(recs [][]byte, sync bool) ([]wal.LSN, error) {
 	if s.failed != nil {
 		return nil, s.failed
 	}
 	recs[len(recs)-1][0] |= endOfBatch
 	lsns := make([]wal.LSN, len(recs))
-	_, err := s.log.AppendBatchLSNs(context.Background(), recs, lsns)
+	var opts []wal.AppendOption
+	if sync {
+		opts = append(opts, wal.ForceSync)
+	}
+	_, err := s.log.AppendBatchLSNs(context.Background(), recs, lsns, opts...)
 	if be := (*wal.BatchError)(nil); errors.As(err, &be) && be.Appended > 0 {
 		s.failed = fmt.Errorf("%w: %d of %d records appended: %w", ErrFailed, be.Appended, len(recs), err)
 		return nil, s.failed
@@ -314,7 +321,11 @@ func (s *Storage) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 // messages is sent: snap (if not empty; its data first, in a synced file),
 // then entries (replacing any conflicting suffix), then hs (if not empty),
 // appended as one batch of records and made durable by one fdatasync, and
-// applied to the MemoryStorage only then. Errors: those of
+// applied to the MemoryStorage only then. A save that raft.MustSync says
+// needs no sync (no snapshot, no entries, the same term and vote: only the
+// commit index moved) is appended without one, as etcd's wal does; it is
+// durable once a later write is synced, and a crash before that restores
+// the previous commit index, which raft accepts. Errors: those of
 // wal.Log.AppendBatchContext (after a failed write or sync the log is
 // poisoned: reopen the Storage), ErrFailed once a save stopped partway
 // (wal.ErrNoSpace in the middle of its batch), the filesystem's writing a
@@ -364,7 +375,8 @@ func (s *Storage) Save(hs *pb.HardState, entries []*pb.Entry, snap *pb.Snapshot)
 	if len(recs) == 0 {
 		return nil
 	}
-	lsns, err := s.appendBatch(recs)
+	prev, _, _ := s.MemoryStorage.InitialState()
+	lsns, err := s.appendBatch(recs, withSnap || raft.MustSync(hs, prev, len(entries)))
 	if err != nil {
 		return fmt.Errorf("etcdraft: saving: %w", err)
 	}
@@ -470,7 +482,7 @@ func (s *Storage) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) (*pb.S
 	if err != nil {
 		return nil, err
 	}
-	lsns, err := s.appendBatch([][]byte{rec})
+	lsns, err := s.appendBatch([][]byte{rec}, true)
 	if err != nil {
 		return nil, fmt.Errorf("etcdraft: saving the snapshot: %w", err)
 	}
@@ -519,7 +531,7 @@ func (s *Storage) Compact(i uint64) error {
 		}
 		recs = append(recs, rec)
 	}
-	lsns, err := s.appendBatch(recs)
+	lsns, err := s.appendBatch(recs, true)
 	if err != nil {
 		return fmt.Errorf("etcdraft: compacting: %w", err)
 	}

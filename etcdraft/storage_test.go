@@ -303,3 +303,29 @@ func TestStorageHardStateAndSave(t *testing.T) {
 		requireEntries(t, entries(1, 1, 1, 3, 3), ents)
 	})
 }
+
+// TestSaveSyncsWhatRaftNeeds: a Save with entries, or a new term or vote,
+// is synced when it returns; one that only moves the commit index is not
+// (raft.MustSync), and becomes durable with the next synced write.
+func TestSaveSyncsWhatRaftNeeds(t *testing.T) {
+	mem := vfs.NewMem()
+	s := open(t, mem)
+	defer s.Close()
+	hard := func(term, vote, commit uint64) *pb.HardState {
+		return &pb.HardState{Term: new(term), Vote: new(vote), Commit: new(commit)}
+	}
+	require.NoError(t, s.Save(hard(1, 1, 0), entries(1, 1, 1), nil))
+	n := mem.SyncCount()
+	require.NoError(t, s.Save(hard(1, 1, 1), nil, nil))
+	require.Equal(t, n, mem.SyncCount(), "a commit-only Save synced")
+	lost := open(t, mem.PowerLoss(vfs.DropAll()))
+	hs, _, _ := lost.InitialState()
+	lost.Close()
+	require.Equal(t, uint64(0), hs.GetCommit(), "not synced: lost at a power loss")
+	require.NoError(t, s.Save(hard(2, 0, 1), nil, nil)) // a new term: synced
+	require.Greater(t, mem.SyncCount(), n)
+	kept := open(t, mem.PowerLoss(vfs.DropAll()))
+	hs, _, _ = kept.InitialState()
+	kept.Close()
+	require.True(t, proto.Equal(hard(2, 0, 1), hs), "%v", hs)
+}

@@ -7,8 +7,8 @@
 // as median [min–max] with the ratio taken within each round.
 //
 // Both stores make every Ready durable before its messages are sent (etcd's
-// wal: one fdatasync per Save with entries or a new vote or term; durawal:
-// one fdatasync per Save). Nodes talk through channels in one process, so
+// wal and durawal alike: one fdatasync per Save with entries, a snapshot, or
+// a new vote or term; none for one that only moves the commit index). Nodes talk through channels in one process, so
 // the figures are the storage's cost, not a network's.
 //
 // It is its own module (etcd's server module cannot share a build list with
