@@ -16,8 +16,12 @@
 // # Records
 //
 // Each record is one byte of kind and a protobuf message: 'E' a
-// raftpb.Entry, 'H' a raftpb.HardState, 'S' a raftpb.SnapshotMetadata; the
-// kind of a save's last record carries a mark. The log is append-only, as
+// raftpb.Entry, 'H' a raftpb.HardState, 'R' the raftpb.SnapshotMetadata of
+// a snapshot raft handed over (Save, ApplySnapshot), which replaces the
+// whole log as MemoryStorage.ApplySnapshot does, 'S' that of a snapshot
+// the application made (CreateSnapshot) or of the current one appended
+// again (Compact), which keeps the entries after its index; the kind of a
+// save's last record carries a mark. The log is append-only, as
 // etcd's wal is: an entry at an index already in the log replaces that
 // index and every later one when the records are replayed (raft's
 // conflicting suffix), so no save rewrites earlier bytes. A save is
@@ -55,6 +59,7 @@ const (
 	kindEntry     = 'E'
 	kindHardState = 'H'
 	kindSnapshot  = 'S'
+	kindRestore   = 'R'
 	// endOfBatch is set in the kind of a batch's last record: a batch is
 	// replayed only if its last record was read (a crash tears a batch only
 	// at its end, and Open then cuts the torn records off).
@@ -184,6 +189,13 @@ func (s *Storage) replay() (torn wal.LSN, err error) {
 				return nil // an older snapshot appended again
 			}
 			snap, s.snapLSN = m, d.lsn
+			if d.restore {
+				// raft replaced its log with the snapshot: entries saved
+				// before it, even past its index, are gone (they may be of
+				// an older term than the snapshot's).
+				ents, lsns, first = ents[:0], lsns[:0], 0
+				return nil
+			}
 			// Entries up to the snapshot are covered by it.
 			if n := len(ents); n > 0 && first <= m.GetIndex() {
 				k := min(uint64(n), m.GetIndex()-first+1)
@@ -249,10 +261,11 @@ func (s *Storage) replay() (torn wal.LSN, err error) {
 
 // decoded is one record, decoded: exactly one of its pointers is set.
 type decoded struct {
-	lsn   wal.LSN
-	entry *pb.Entry
-	hs    *pb.HardState
-	snap  *pb.SnapshotMetadata
+	lsn     wal.LSN
+	restore bool // snap replaces the log (kind 'R')
+	entry   *pb.Entry
+	hs      *pb.HardState
+	snap    *pb.SnapshotMetadata
 }
 
 // decode decodes the record at lsn and reports whether it is the last of
@@ -270,8 +283,9 @@ func decode(lsn wal.LSN, rec []byte) (d decoded, last bool, err error) {
 	case kindHardState:
 		d.hs = new(pb.HardState)
 		m = d.hs
-	case kindSnapshot:
+	case kindSnapshot, kindRestore:
 		d.snap = new(pb.SnapshotMetadata)
+		d.restore = rec[0]&^endOfBatch == kindRestore
 		m = d.snap
 	default:
 		return d, false, fmt.Errorf("%w: record of kind %q at LSN %d", ErrCorrupt, rec[0], lsn)
@@ -351,7 +365,7 @@ func (s *Storage) Save(hs *pb.HardState, entries []*pb.Entry, snap *pb.Snapshot)
 		if err := s.writeSnapFile(snap); err != nil {
 			return err
 		}
-		rec, err := record(kindSnapshot, snap.GetMetadata())
+		rec, err := record(kindRestore, snap.GetMetadata())
 		if err != nil {
 			return err
 		}

@@ -329,3 +329,36 @@ func TestSaveSyncsWhatRaftNeeds(t *testing.T) {
 	kept.Close()
 	require.True(t, proto.Equal(hard(2, 0, 1), hs), "%v", hs)
 }
+
+// TestStorageApplySnapshotDropsSuffix: a follower whose log diverged
+// (entries 1..5 of term 1) receives a snapshot at index 3 of term 2.
+// MemoryStorage drops every entry on ApplySnapshot, so raft sees a log
+// ending at 3; the reopened Storage must not bring back entries 4 and 5 of
+// term 1 (a term lower than the snapshot's before them: raft would compare
+// logs by a last term that is too old and could grant a vote it must not).
+func TestStorageApplySnapshotDropsSuffix(t *testing.T) {
+	mem := vfs.NewMem()
+	s := open(t, mem)
+	require.NoError(t, s.Append(entries(1, 1, 1, 1, 1, 1)))
+	require.NoError(t, s.ApplySnapshot(&pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: new(uint64(3)), Term: new(uint64(2)),
+		ConfState: &pb.ConfState{Voters: []uint64{1}}}}))
+	both(t, s, mem, func(s *etcdraft.Storage) {
+		last, err := s.LastIndex()
+		require.NoError(t, err)
+		require.Equal(t, uint64(3), last)
+		term, err := s.Term(3)
+		require.NoError(t, err)
+		require.Equal(t, uint64(2), term)
+	})
+	// Entries saved after the snapshot (in a later Save) are kept.
+	s = open(t, mem)
+	require.NoError(t, s.Save(nil, entries(4, 2, 2), nil))
+	both(t, s, mem, func(s *etcdraft.Storage) {
+		last, err := s.LastIndex()
+		require.NoError(t, err)
+		require.Equal(t, uint64(5), last)
+		term, err := s.Term(5)
+		require.NoError(t, err)
+		require.Equal(t, uint64(2), term)
+	})
+}
