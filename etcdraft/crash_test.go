@@ -64,8 +64,9 @@ func same(a, b nodeState) bool {
 // TestStorageCrashImagesAtEveryOp runs a node's life — Readies with entries
 // and hard states over segment rolls, a conflicting suffix replaced in a new
 // term, a snapshot, a compaction, more Readies, a snapshot installed from a
-// leader — and takes crash images (power loss in several modes, and a
-// process crash) before every filesystem operation. Each image must reopen
+// leader inside the log (the entries after it dropped), another past its
+// end — and takes crash images (power loss in several modes, and a process
+// crash) before every filesystem operation. Each image must reopen
 // to the state before or after the call in flight: nothing saved lost, no
 // replaced entry back, no hard state without its entries.
 func TestStorageCrashImagesAtEveryOp(t *testing.T) {
@@ -92,6 +93,11 @@ func TestStorageCrashImagesAtEveryOp(t *testing.T) {
 		}},
 		{"compact to 60", func(s *etcdraft.Storage) error { return s.Compact(60) }},
 		{"ready 91-130, commit 90", func(s *etcdraft.Storage) error { return s.Save(hs(2, 2, 90), run(91, 130, 2), nil) }},
+		{"install a snapshot at 110 in term 3 (entries 111-130 of term 2 dropped)", func(s *etcdraft.Storage) error {
+			return s.Save(hs(3, 0, 110), nil, &pb.Snapshot{Data: []byte("leader's state at 110"),
+				Metadata: &pb.SnapshotMetadata{Index: new(uint64(110)), Term: new(uint64(3)), ConfState: &pb.ConfState{Voters: []uint64{1, 2, 3}}}})
+		}},
+		{"ready 111-120 in term 3", func(s *etcdraft.Storage) error { return s.Save(hs(3, 0, 110), run(111, 120, 3), nil) }},
 		{"install a snapshot at 200 in term 3", func(s *etcdraft.Storage) error {
 			return s.Save(hs(3, 0, 200), nil, &pb.Snapshot{Data: []byte("leader's state"),
 				Metadata: &pb.SnapshotMetadata{Index: new(uint64(200)), Term: new(uint64(3)), ConfState: &pb.ConfState{Voters: []uint64{1, 2, 3}}}})
