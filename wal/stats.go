@@ -156,8 +156,7 @@ type Stats struct {
 	// a writer without a wait and is not counted.
 	BufferFullWaits uint64
 	// Prepare counts the segment lifecycle: preparations of the next
-	// segment and the appends that waited for one (Prepare.Waits, which
-	// was also SegmentCreateStalls before v0.2.0).
+	// segment and the appends that waited for one (Prepare.Waits).
 	Prepare PrepareStats
 	// PostponedWrites counts writes postponed because a background sync was
 	// running (Redis latency event aof-write-pending-fsync).

@@ -40,9 +40,11 @@
 // each step) and changes nothing; -repair -apply does it. It refuses while
 // a process has the log open. See docs/damaged-log.md.
 //
-// Exit status: 0 if Open would open the log, 1 if it would fail (the
-// verdict says why: damage, a missing segment, a foreign file, an
-// unsupported format version), 2 for a usage error or a directory that
+// Exit status: 0 if the log is whole, 1 if not: it follows full
+// verification (Options.VerifyOnOpen), so damage inside a sealed segment
+// that a default Open trusts without reading gives 1 although that Open
+// would succeed (both verdicts are printed; the output says why: damage, a
+// missing segment, a foreign file, an unsupported format version), 2 for a usage error or a directory that
 // holds no log. With -repair: 0 if the log needs no repair, can be
 // repaired (dry run) or was; 1 if it cannot be; 2 for other errors.
 package main
@@ -446,7 +448,7 @@ func printText(w io.Writer, d *dump) {
 	}
 	dv := d.DefaultOpen
 	if dv.Opens {
-		fmt.Fprintf(w, "default Open (sealed segments trusted by their link frames): would recover LSN %d to %d in %d segments\n", dv.FirstLSN, dv.EndLSN, dv.Segments)
+		fmt.Fprintf(w, "default Open (sealed segments trusted by their link frames): would recover LSN %d to %d in %s\n", dv.FirstLSN, dv.EndLSN, plural(dv.Segments, "segment"))
 	} else {
 		fmt.Fprintf(w, "default Open (sealed segments trusted by their link frames): would fail: %s\n", dv.Error)
 	}
@@ -547,4 +549,12 @@ func salvageRecords(d *dump, n int, export, format string) (err error) {
 	d.Salvage = &salvage{StartLSN: rep.Start, StopLSN: rep.Stop, Records: rep.Records, Bytes: rep.Bytes,
 		Segment: rep.Segment, Offset: rep.Offset, Clean: rep.Clean, Damage: errString(rep.Damage), Notes: rep.Notes, Exported: export}
 	return nil
+}
+
+// plural returns "1 segment", "2 segments".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
