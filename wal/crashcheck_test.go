@@ -2,9 +2,11 @@ package wal_test
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/durawal/durawal/wal"
+	"github.com/durawal/durawal/wal/vfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -27,4 +29,51 @@ func requireRecoveredRun(t *testing.T, what string, lsns []wal.LSN, got [][]byte
 	n := start + len(got)
 	require.GreaterOrEqual(t, n, acked, "%s: lost an acknowledged record (got %d from index %d, %d acknowledged)", what, len(got), start, acked)
 	return n
+}
+
+// checkRecovered opens the log on fsys and checks it holds every acked
+// record and none of the cut ones (when the cut returned nil).
+func requireCutRecovered(t *testing.T, fsys vfs.FS, acked map[wal.LSN][]byte, cut map[string]bool, what string) {
+	t.Helper()
+	ro, rerr := wal.OpenReadOnly(logDir, wal.Options{FS: fsys, SegmentSize: 4 << 10})
+	var roEnd wal.LSN
+	var roSteps []string
+	if rerr == nil {
+		roEnd = ro.Recovered().EndLSN
+		roSteps = ro.Recovered().Steps
+		ro.Close()
+	}
+	l, err := wal.Open(logDir, wal.Options{FS: fsys, SegmentSize: 4 << 10})
+	if err != nil {
+		t.Fatalf("%s: Open: %v (OpenReadOnly: %v)", what, err, rerr)
+	}
+	defer l.Close()
+	if rerr == nil && roEnd != l.Recovered().EndLSN {
+		t.Errorf("%s: OpenReadOnly EndLSN %d, Open EndLSN %d", what, roEnd, l.Recovered().EndLSN)
+	}
+	if rerr == nil && fmt.Sprint(roSteps) != fmt.Sprint(l.Recovered().Steps) {
+		t.Errorf("%s: OpenReadOnly planned %q, Open did %q", what, roSteps, l.Recovered().Steps)
+	}
+	got := map[wal.LSN][]byte{}
+	r, err := l.NewReader(l.Recovered().FirstLSN)
+	require.NoError(t, err)
+	defer r.Close()
+	for {
+		lsn, rec, err := r.Next()
+		if err != nil {
+			break
+		}
+		got[lsn] = append([]byte(nil), rec...)
+		if cut[string(rec)] {
+			t.Errorf("%s: cut record came back at LSN %d", what, lsn)
+		}
+	}
+	for lsn, rec := range acked {
+		if string(got[lsn]) != string(rec) {
+			t.Errorf("%s: acknowledged record at LSN %d lost (got %d bytes)", what, lsn, len(got[lsn]))
+		}
+	}
+	if t.Failed() {
+		t.Logf("%s: recovered %+v", what, l.Recovered())
+	}
 }

@@ -3,9 +3,11 @@ package wal_test
 import (
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
+	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
 	"github.com/durawal/durawal/wal/vfs/faultfs"
@@ -163,4 +165,41 @@ func TestLogDirEntryDurableAfterFailedOpen(t *testing.T) {
 	lost := img.PowerLoss(vfs.DropAll())
 	_, got, _ := replay(t, lost, opts)
 	require.Len(t, got, 5, "five records acknowledged durable (SyncEveryCommit, then a clean Close) vanished with their directory")
+}
+
+// Sim seed 1304: Open of a new log in /data/wal creates /data and fails
+// syncing / (ENOSPC). The retried Open finds /data (in the page cache),
+// creates the log and acknowledges a SyncEveryCommit append, but never
+// syncs / again: a power loss loses /data with the log and the record.
+func TestRetriedOpenLeavesAncestorUnsynced(t *testing.T) {
+	mem := vfs.NewMem()
+	var failed atomic.Bool
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSyncDir && filepath.Clean(op.Path) == "/" && failed.CompareAndSwap(false, true) {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	dir := "/data/wal"
+	opts := wal.Options{FS: faultfs.Inject(mem, inj), SegmentSize: 4 << 10, Policy: policy.SyncEveryCommit()}
+	_, err := wal.Open(dir, opts)
+	require.Error(t, err, "the first Open fails syncing /")
+	require.True(t, failed.Load())
+
+	img := mem.ProcessCrash()
+	opts.FS = img
+	l, err := wal.Open(dir, opts)
+	require.NoError(t, err)
+	rec := record(1, 0, 227)
+	_, err = l.Append(rec)
+	require.NoError(t, err, "acknowledged durable")
+
+	pl := img.PowerLoss(vfs.DropAll())
+	l.Close()
+	opts.FS = pl
+	l2, err := wal.Open(dir, opts)
+	require.NoError(t, err)
+	defer l2.Close()
+	_, got := readAll(t, l2, l2.FirstLSN())
+	require.Equal(t, [][]byte{rec}, got, "the acknowledged record survives the power loss")
 }

@@ -1125,3 +1125,56 @@ func TestSegmentWithoutRecordedSize(t *testing.T) {
 	_, recs, _ := replay(t, mem, wal.Options{SegmentSize: testSegmentSize})
 	require.Equal(t, [][]byte{record(1, 0, 100)}, recs)
 }
+
+// Sim seeds 65, 328, 550, 673 (and others): an EIO reading first-lsn at
+// Open is reported as corruption, not as the filesystem's error.
+func TestEIOReadingFirstLSNIsNotCorruption(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := wal.Options{FS: mem, SegmentSize: 4 << 10}
+	l, err := wal.Open(logDir, opts)
+	require.NoError(t, err)
+	appendN(t, l, 1, 3, 100)
+	require.NoError(t, l.Close())
+
+	opts.FS = faultfs.Inject(mem, failReadsOf("first-lsn"))
+	l, err = wal.Open(logDir, opts)
+	if err == nil {
+		l.Close()
+		t.Skip("Open did not read first-lsn")
+	}
+	require.ErrorIs(t, err, syscall.EIO, "the filesystem's error")
+	require.NotErrorIs(t, err, wal.ErrCorrupt, "an I/O error is not damage")
+}
+
+// Sim seed 550: the same for truncate-lsn, left by a cut whose zeroing
+// failed to sync.
+func TestEIOReadingTruncateLSNIsNotCorruption(t *testing.T) {
+	mem := vfs.NewMem()
+	var failSync atomic.Bool
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSync && strings.HasSuffix(op.Path, ".wal") && failSync.Load() {
+			return syscall.EIO
+		}
+		return nil
+	})
+	opts := wal.Options{FS: faultfs.Inject(mem, inj), SegmentSize: 4 << 10}
+	l, err := wal.Open(logDir, opts)
+	require.NoError(t, err)
+	lsns := appendN(t, l, 1, 6, 100)
+	failSync.Store(true)
+	require.ErrorIs(t, l.TruncateFrom(lsns[3]), wal.ErrPoisoned)
+	l.Close()
+	img := mem.ProcessCrash()
+	names, err := img.List(logDir)
+	require.NoError(t, err)
+	require.Contains(t, names, "truncate-lsn", "the cut is recorded")
+
+	opts.FS = faultfs.Inject(img, failReadsOf("truncate-lsn"))
+	l, err = wal.Open(logDir, opts)
+	if err == nil {
+		l.Close()
+		t.Fatal("Open succeeded without reading truncate-lsn")
+	}
+	require.ErrorIs(t, err, syscall.EIO, "the filesystem's error")
+	require.NotErrorIs(t, err, wal.ErrCorrupt, "an I/O error is not damage")
+}

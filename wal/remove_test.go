@@ -1,12 +1,14 @@
 package wal_test
 
 import (
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
 	"github.com/durawal/durawal/wal/vfs/faultfs"
@@ -166,4 +168,92 @@ func TestCloseWaitsForRemoveBefore(t *testing.T) {
 	r, err := l2.NewReader(first)
 	require.NoError(t, err, "Close returned and a second Log opened the directory while the first Log's RemoveBefore was still removing segments; the second Log's oldest segment (LSN %d) was deleted under it", first)
 	r.Close()
+}
+
+// Sim seeds 242 and 489: TruncateFrom fails once the cut is recorded
+// (here the directory sync after renaming truncate-lsn into place), the
+// log is poisoned, yet RemoveBefore still runs: it removes the segment
+// holding the recorded cut and records a start past it. After a process
+// crash Open refuses the directory for good ("a truncation at LSN x was
+// recorded, but the oldest segment starts at LSN y"); seed 489's variant
+// (the removal of truncate-lsn failed) ends, after a power loss, in
+// "first-lsn records the start of a log, but no segment of it is left".
+// A poisoned log must refuse RemoveBefore, or Open must finish such a cut.
+func TestRemoveBeforeAfterFailedCutLeavesUnopenableLog(t *testing.T) {
+	mem := vfs.NewMem()
+	var armed, renamed atomic.Bool
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if !armed.Load() {
+			return nil
+		}
+		if op.Kind == faultfs.OpRename && strings.Contains(filepath.Base(op.Path), "truncate") {
+			renamed.Store(true)
+			return nil
+		}
+		if op.Kind == faultfs.OpSyncDir && renamed.Load() && armed.CompareAndSwap(true, false) {
+			return syscall.EIO
+		}
+		return nil
+	})
+	opts := wal.Options{FS: faultfs.Inject(mem, inj), SegmentSize: 4 << 10, RecycleSegments: 0, Policy: policy.SyncEveryCommit()}
+	l, err := wal.Open(logDir, opts)
+	require.NoError(t, err)
+	lsns := appendN(t, l, 1, 40, 300)
+	require.NoError(t, l.Sync())
+	armed.Store(true)
+	err = l.TruncateFrom(lsns[5])
+	require.ErrorIs(t, err, wal.ErrPoisoned, "the cut failed once recorded")
+	_, rerr := l.RemoveBefore(lsns[35])
+	t.Logf("RemoveBefore on the poisoned log: %v", rerr)
+	l.Close()
+
+	for _, img := range []*vfs.MemFS{mem.ProcessCrash(), mem.PowerLoss(vfs.KeepAll()), mem.PowerLoss(vfs.DropAll())} {
+		opts.FS = img
+		l, err := wal.Open(logDir, opts)
+		require.NoError(t, err, "a crash after a failed cut and a RemoveBefore leaves a log Open refuses")
+		got, _ := readAll(t, l, l.FirstLSN())
+		require.NotEmpty(t, got)
+		require.NoError(t, l.Close())
+	}
+}
+
+// Sim seed 4032: RemoveBefore overwrites first-lsn in place; a write of it
+// that fails part-way (7 of its 16 bytes, then ENOSPC, as a copy-on-write
+// filesystem may answer even an overwrite) leaves a record that no longer
+// checks, and after a process crash Open refuses the log for good ("the
+// LSN recorded in first-lsn is damaged"). The in-place write trusts the
+// sector to be written whole, which holds for the device, not for the
+// write(2) that put the bytes in the page cache.
+func TestShortWriteOfFirstLSNLeavesUnopenableLog(t *testing.T) {
+	mem := vfs.NewMem()
+	var armed atomic.Bool
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if !armed.Load() {
+			return nil
+		}
+		// A full disk: no block for a new record file, so the record
+		// is overwritten in place, and that write is cut short too.
+		if op.Kind == faultfs.OpCreate && strings.HasPrefix(filepath.Base(op.Path), "first-lsn.") {
+			return syscall.ENOSPC
+		}
+		if op.Kind == faultfs.OpWrite && filepath.Base(op.Path) == "first-lsn" && armed.CompareAndSwap(true, false) {
+			return &faultfs.ShortOp{Keep: 7, Err: syscall.ENOSPC}
+		}
+		return nil
+	})
+	opts := wal.Options{FS: faultfs.Inject(mem, inj), SegmentSize: 4 << 10, Policy: policy.SyncEveryCommit()}
+	l, err := wal.Open(logDir, opts)
+	require.NoError(t, err)
+	lsns := appendN(t, l, 1, 40, 300)
+	armed.Store(true)
+	_, err = l.RemoveBefore(lsns[30])
+	require.Error(t, err, "the write of first-lsn failed")
+	l.Close()
+
+	opts.FS = mem.ProcessCrash()
+	l, err = wal.Open(logDir, opts)
+	require.NoError(t, err, "a failed RemoveBefore leaves a log Open refuses")
+	_, got := readAll(t, l, l.FirstLSN())
+	require.NotEmpty(t, got)
+	require.NoError(t, l.Close())
 }

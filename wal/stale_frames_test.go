@@ -293,7 +293,7 @@ func lsnRecord(lsn wal.LSN) []byte {
 
 // TestEpochReadErrorIsTheFilesystems: an I/O error reading the epoch record
 // is the filesystem's error, not corruption (first-lsn and truncate-lsn:
-// sim_found_test.go).
+// TestEIOReadingFirstLSNIsNotCorruption and the next, in recover_test.go).
 func TestEpochReadErrorIsTheFilesystems(t *testing.T) {
 	mem := vfs.NewMem()
 	l, err := wal.Open(logDir, wal.Options{FS: mem, SegmentSize: 64 << 10})

@@ -10,12 +10,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -571,4 +573,14 @@ func TestAppendNotAppended(t *testing.T) {
 	for _, r := range recs {
 		require.False(t, bytes.Equal(r, record(9, 0, 3000)), "ErrNotAppended, yet the record is in the log")
 	}
+}
+
+// failReadsOf fails every read of the file named base with EIO.
+func failReadsOf(base string) faultfs.Injector {
+	return faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpRead && filepath.Base(op.Path) == base {
+			return syscall.EIO
+		}
+		return nil
+	})
 }

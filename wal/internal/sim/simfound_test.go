@@ -6,7 +6,8 @@ import (
 )
 
 // foundSeeds are schedules that found violations on main as of issue 25
-// (see wal/sim_found_test.go for focused regressions of each). They pass
+// (focused regressions of each are in package wal's tests of their topic:
+// recover_test.go, remove_test.go, dir_entries_test.go). They pass
 // since the fixes; they stay as part of the corpus. A change to the
 // generator changes the schedule of every seed.
 var foundSeeds = []struct {
@@ -18,7 +19,7 @@ var foundSeeds = []struct {
 	{21054, "RemoveBefore on a log poisoned by a cut that failed once recorded: Open refuses the directory"},
 	{21363, "the same, after a power loss: first-lsn names a start no segment holds"},
 	{20687, "a retried Open never syncs the ancestor directory the failed one created"},
-	{4032, "a short write of first-lsn in RemoveBefore: Open refuses the damaged record (old generator seed; see wal/sim_found_test.go)"},
+	{4032, "a short write of first-lsn in RemoveBefore: Open refuses the damaged record (old generator seed; see TestShortWriteOfFirstLSNLeavesUnopenableLog)"},
 	{24059, "a cut whose zeroing sync was lost comes back in place of newer records after a power loss"},
 	{22889, "the same class: a cut frame vouches past a hole after a power loss, Open refuses the log"},
 	// the same classes under the generator that opens a quarter of the runs with a fault

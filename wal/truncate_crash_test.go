@@ -1,0 +1,230 @@
+package wal_test
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/durawal/durawal/wal"
+	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
+)
+
+// raftWorkload runs, on fsys: Open, append 12 same-size records (stream 1),
+// sync, TruncateFrom(the 6th: it and those after are dropped), append 7 records of stream 2 (same size, so
+// they land exactly where the cut ones were), sync, Close. It stops at the
+// first error (the injected crash). It returns the records acknowledged
+// (synced) by LSN, the cut ones' content, and whether TruncateFrom returned
+// nil.
+func raftWorkload(fsys vfs.FS) (acked map[wal.LSN][]byte, cut map[string]bool, cutDone bool) {
+	acked = map[wal.LSN][]byte{}
+	cut = map[string]bool{}
+	l, err := wal.Open(logDir, wal.Options{FS: fsys, SegmentSize: 4 << 10})
+	if err != nil {
+		return
+	}
+	defer l.Close()
+	pending := map[wal.LSN][]byte{}
+	var lsns []wal.LSN
+	for i := 0; i < 12; i++ {
+		rec := record(1, i, 200)
+		lsn, err := l.Append(rec)
+		if err != nil {
+			return
+		}
+		lsns = append(lsns, lsn)
+		pending[lsn] = rec
+	}
+	if l.Sync() != nil {
+		return
+	}
+	for k, v := range pending {
+		acked[k] = v
+	}
+	// TruncateFrom(lsn) drops lsn and after. Once it is called, records
+	// 5..11 may go (a failed cut is either undone or finished by Open).
+	for i := 5; i < 12; i++ {
+		delete(acked, lsns[i])
+	}
+	if l.TruncateFrom(lsns[5]) != nil {
+		return
+	}
+	cutDone = true
+	for i := 5; i < 12; i++ {
+		cut[string(record(1, i, 200))] = true
+	}
+	pending = map[wal.LSN][]byte{}
+	for i := 0; i < 7; i++ {
+		rec := record(2, i, 200)
+		lsn, err := l.Append(rec)
+		if err != nil {
+			return
+		}
+		pending[lsn] = rec
+	}
+	if l.Sync() != nil {
+		return
+	}
+	for k, v := range pending {
+		acked[k] = v
+	}
+	return
+}
+
+// TestTruncateRaftCrashEveryOp: the Raft-like workload (append, cut,
+// re-append the same sizes) crashed at every filesystem operation, under
+// every crash mode, then recovered; and again with the recovering Open
+// itself crashed at every operation before a final Open.
+// Expected: every synced record back, no record a returned cut dropped.
+func TestTruncateRaftCrashEveryOp(t *testing.T) {
+	modes := []vfs.CrashMode{vfs.DropAll(), vfs.KeepAll(), vfs.TearAtSector(1), vfs.TearAtSector(2),
+		vfs.KeepRandomSubsetOfBlocks(512, 1), vfs.KeepRandomSubsetOfBlocks(512, 2), vfs.KeepRandomSubsetOfBlocks(4096, 3)}
+	for k := int64(1); ; k++ {
+		mem := vfs.NewMem()
+		var reached atomic.Bool
+		inj := faultfs.Inject(mem, faultfs.InjectorFunc(func(op faultfs.Op) error {
+			if op.Index >= k {
+				reached.Store(true)
+				return errCrash
+			}
+			return nil
+		}))
+		acked, cut, _ := raftWorkload(inj)
+		if !reached.Load() {
+			require.Greater(t, k, int64(60), "the workload runs fewer operations than expected")
+			t.Logf("%d crash points", k-1)
+			break
+		}
+		for _, m := range modes {
+			after := mem.PowerLoss(m)
+			requireCutRecovered(t, after, acked, cut, fmt.Sprintf("crash at op %d, %v", k, m))
+			if t.Failed() {
+				return
+			}
+		}
+		// The recovering Open crashed at each of its operations (every
+		// 3rd crash point of the workload, to bound the run).
+		if k%3 != 0 {
+			continue
+		}
+		base := mem.PowerLoss(vfs.KeepAll())
+		for j := int64(1); j < 400; j++ {
+			img := base.ProcessCrash()
+			hit := false
+			inj2 := faultfs.Inject(img, faultfs.InjectorFunc(func(op faultfs.Op) error {
+				if op.Index >= j {
+					hit = true
+					return errCrash
+				}
+				return nil
+			}))
+			if l, err := wal.Open(logDir, wal.Options{FS: inj2, SegmentSize: 4 << 10}); err == nil {
+				l.Close()
+			}
+			if !hit {
+				break
+			}
+			for _, m := range modes[:3] {
+				requireCutRecovered(t, img.PowerLoss(m), acked, cut, fmt.Sprintf("crash at op %d, recovery crashed at op %d, %v", k, j, m))
+				if t.Failed() {
+					return
+				}
+			}
+		}
+	}
+}
+
+var errCrash = errors.New("injected crash")
+
+// legacyCutWorkload: Open a copy of an older-format fixture, read it, cut at
+// cutIdx (a record of an old-format segment: the log then ends inside a
+// segment it never appends to), append 5 records, sync, Close. It stops at
+// the first error. It returns the original records, the records expected
+// after (LSN → content) and the cut ones.
+func legacyCutWorkload(fsys vfs.FS, orig []wal.LSN, origRecs [][]byte, cutIdx int) (acked map[wal.LSN][]byte, cut map[string]bool) {
+	acked = map[wal.LSN][]byte{}
+	cut = map[string]bool{}
+	for i := 0; i < cutIdx; i++ {
+		acked[orig[i]] = origRecs[i]
+	}
+	l, err := wal.Open(logDir, wal.Options{FS: fsys, SegmentSize: 4 << 10})
+	if err != nil {
+		for i := cutIdx; i < len(orig); i++ {
+			acked[orig[i]] = origRecs[i]
+		}
+		return
+	}
+	defer l.Close()
+	if l.TruncateFrom(orig[cutIdx]) != nil {
+		return
+	}
+	for i := cutIdx; i < len(orig); i++ {
+		cut[string(origRecs[i])] = true
+	}
+	pending := map[wal.LSN][]byte{}
+	for i := 0; i < 5; i++ {
+		rec := record(3, i, 150)
+		lsn, err := l.Append(rec)
+		if err != nil {
+			return
+		}
+		pending[lsn] = rec
+	}
+	if l.Sync() != nil {
+		return
+	}
+	for k, v := range pending {
+		acked[k] = v
+	}
+	return
+}
+
+// TestTruncateLegacyCutCrashEveryOp: TruncateFrom into a segment of each
+// older format (fixtures v1..v4), at a record in the last segment and at one
+// in an earlier segment, then appends; crashed at every filesystem
+// operation under several crash modes, then recovered.
+// Expected: the records before the cut and every synced new record back;
+// no record a returned cut dropped; OpenReadOnly's EndLSN equal to Open's.
+func TestTruncateLegacyCutCrashEveryOp(t *testing.T) {
+	modes := []vfs.CrashMode{vfs.DropAll(), vfs.KeepAll(), vfs.TearAtSector(1),
+		vfs.KeepRandomSubsetOfBlocks(512, 1), vfs.KeepRandomSubsetOfBlocks(4096, 2)}
+	for _, v := range []string{"format-v1", "format-v2", "format-v3", "format-v4"} {
+		t.Run(v, func(t *testing.T) {
+			src := filepath.Join("testdata", v)
+			base := loadFixture(t, src)
+			l, err := wal.OpenReadOnly(logDir, wal.Options{FS: base})
+			require.NoError(t, err)
+			orig, origRecs := readAll(t, l, l.Recovered().FirstLSN)
+			require.NoError(t, l.Close())
+			require.Greater(t, len(orig), 10)
+			for _, cutIdx := range []int{len(orig) - 2, len(orig) / 2} {
+				for k := int64(1); ; k++ {
+					mem := base.ProcessCrash()
+					var reached atomic.Bool
+					inj := faultfs.Inject(mem, faultfs.InjectorFunc(func(op faultfs.Op) error {
+						if op.Index >= k {
+							reached.Store(true)
+							return errCrash
+						}
+						return nil
+					}))
+					acked, cut := legacyCutWorkload(inj, orig, origRecs, cutIdx)
+					if !reached.Load() {
+						require.Greater(t, k, int64(20))
+						break
+					}
+					for _, m := range modes {
+						requireCutRecovered(t, mem.PowerLoss(m), acked, cut, fmt.Sprintf("%s cut at record %d, crash at op %d, %v", v, cutIdx, k, m))
+						if t.Failed() {
+							return
+						}
+					}
+				}
+			}
+		})
+	}
+}
