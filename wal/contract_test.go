@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/durawal/durawal/groupcommit"
@@ -50,23 +51,27 @@ func TestAppendContextEndsDuringGroupDelay(t *testing.T) {
 
 // TestCloseEndsGroupDelay: Close ends a commit's group delay at once; the
 // commit, made durable by Close's final sync, returns nil.
+//
+// It runs in a synctest bubble (MemFS: no goroutine blocks in a syscall), so
+// synctest.Wait returns once the commit is blocked in its delay, and the
+// bubble's clock shows whether Close waited the delay out.
 func TestCloseEndsGroupDelay(t *testing.T) {
-	l := openLog(t, vfs.NewMem(), wal.Options{Policy: policy.SyncEveryCommit(),
-		GroupCommit: groupcommit.Options{Delay: groupcommit.MaxDelay, Style: groupcommit.LeaderSleep}})
-	done := make(chan error, 1)
-	go func() {
-		_, err := l.Append([]byte("x"))
-		done <- err
-	}()
-	for l.AppendedLSN() == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond) // the commit is in its delay
-	start := time.Now()
-	require.NoError(t, l.Close())
-	assert.Less(t, time.Since(start), 500*time.Millisecond, "Close must end the delay")
-	require.NoError(t, <-done)
-	assert.Equal(t, l.AppendedLSN(), l.SyncedLSN())
+	synctest.Test(t, func(t *testing.T) {
+		l := openLog(t, vfs.NewMem(), wal.Options{Policy: policy.SyncEveryCommit(),
+			GroupCommit: groupcommit.Options{Delay: groupcommit.MaxDelay, Style: groupcommit.LeaderSleep}})
+		done := make(chan error, 1)
+		go func() {
+			_, err := l.Append([]byte("x"))
+			done <- err
+		}()
+		synctest.Wait() // the commit is in its delay
+		require.NotZero(t, l.AppendedLSN())
+		start := time.Now()
+		require.NoError(t, l.Close())
+		assert.Less(t, time.Since(start), groupcommit.MaxDelay, "Close must end the delay")
+		require.NoError(t, <-done)
+		assert.Equal(t, l.AppendedLSN(), l.SyncedLSN())
+	})
 }
 
 // TestWaitDurableAfterCloseIsErrClosed: WaitDurable after Close returns

@@ -139,30 +139,31 @@ func TestReadRecordRacingCloseLeaksNoHandle(t *testing.T) {
 		ofs := newOpenFS(vfs.NewMem())
 		l := openLog(t, ofs, wal.Options{Policy: policy.SyncEveryCommit()})
 		lsns := appendN(t, l, 1, 4, 100)
-		var wg sync.WaitGroup
-		stop := make(chan struct{})
+		// Each reader reads before Close (read) and goes on until it has
+		// met ErrClosed (wg): Close lands among reads, and reads follow it.
+		var wg, read sync.WaitGroup
 		for g := 0; g < 2; g++ {
 			wg.Add(1)
+			read.Add(1)
 			go func() {
 				defer wg.Done()
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
+				for n := 0; ; n++ {
 					_, err := l.ReadRecord(lsns[0], nil)
-					if err != nil && !errors.Is(err, wal.ErrClosed) {
+					if n == 0 {
+						read.Done()
+					}
+					if errors.Is(err, wal.ErrClosed) {
+						return
+					}
+					if err != nil {
 						t.Errorf("ReadRecord: %v", err)
 						return
 					}
 				}
 			}()
 		}
-		time.Sleep(time.Millisecond)
+		read.Wait()
 		require.NoError(t, l.Close())
-		time.Sleep(time.Millisecond)
-		close(stop)
 		wg.Wait()
 		if open := ofs.stillOpen(); len(open) > 0 {
 			t.Fatalf("iteration %d: after Close returned and every ReadRecord ended, %d file(s) are still open and nothing will close them: %v", iter, len(open), open)
@@ -319,6 +320,7 @@ func TestCloseWhileSealBlockedOnPoisonedLog(t *testing.T) {
 	var armed atomic.Bool
 	var heldSync atomic.Int64
 	release := make(chan struct{})
+	sealInSync := make(chan struct{})
 	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
 		if !armed.Load() {
 			if op.Kind == faultfs.OpWrite && strings.Contains(op.Path, ".wal") {
@@ -329,10 +331,12 @@ func TestCloseWhileSealBlockedOnPoisonedLog(t *testing.T) {
 		old := op.Path == first.Load().(string)
 		switch {
 		case op.Kind == faultfs.OpSync && old && heldSync.CompareAndSwap(0, 1):
+			close(sealInSync)
 			<-release // the seal settling the finished segment
 		case op.Kind == faultfs.OpWrite && !old && strings.Contains(op.Path, ".wal") && op.Offset >= 32:
-			for deadline := time.Now().Add(5 * time.Second); heldSync.Load() == 0 && time.Now().Before(deadline); {
-				time.Sleep(time.Millisecond) // until the seal is in its sync
+			select { // until the seal is in its sync
+			case <-sealInSync:
+			case <-time.After(5 * time.Second):
 			}
 			return faultfs.ErrInjected // frames into the new segment
 		}
@@ -343,7 +347,11 @@ func TestCloseWhileSealBlockedOnPoisonedLog(t *testing.T) {
 	fillToSpare(t, l)
 	armed.Store(true)
 	appendUntilPoisoned(t, l)
-	require.Eventually(t, func() bool { return heldSync.Load() == 1 }, 5*time.Second, time.Millisecond)
+	select {
+	case <-sealInSync:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the roll's seal never reached its sync of the finished segment")
+	}
 	closed := make(chan error, 1)
 	go func() { closed <- l.Close() }()
 	select {

@@ -39,7 +39,8 @@ func TestSyncEveryOneCommitWokenBySealBeforeItsSync(t *testing.T) {
 		linkSync    = make(chan struct{})
 		linkOnce    sync.Once
 		succSyncs   atomic.Int32
-		doneCount   atomic.Int32 // commits of R1/R2 that returned nil
+		doneCount   atomic.Int32          // commits of R1/R2 that returned nil
+		oneDone     = make(chan struct{}) // closed when the first of them returns nil
 		failedSync  atomic.Bool
 		logp        atomic.Pointer[wal.Log]
 		firstWrites atomic.Int32
@@ -84,11 +85,11 @@ func TestSyncEveryOneCommitWokenBySealBeforeItsSync(t *testing.T) {
 				}
 				// The group leader's own sync: fail it, if a commit
 				// of the group has already returned.
-				for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-					if doneCount.Load() > 0 {
-						failedSync.Store(true)
-						return faultfs.ErrInjected
-					}
+				select {
+				case <-oneDone:
+					failedSync.Store(true)
+					return faultfs.ErrInjected
+				case <-time.After(time.Second):
 				}
 			}
 		}
@@ -127,8 +128,8 @@ func TestSyncEveryOneCommitWokenBySealBeforeItsSync(t *testing.T) {
 			defer wg.Done()
 			lsn, err := l.Append(recs[i])
 			results[i] = result{lsn, recs[i], err}
-			if err == nil {
-				doneCount.Add(1)
+			if err == nil && doneCount.Add(1) == 1 {
+				close(oneDone)
 			}
 		}()
 		require.Eventually(t, func() bool { return l.AppendedLSN() > before }, 5*time.Second, time.Millisecond)
