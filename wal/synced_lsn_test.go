@@ -133,7 +133,10 @@ func TestSyncEveryOneCommitWokenBySealBeforeItsSync(t *testing.T) {
 			}
 		}()
 		require.Eventually(t, func() bool { return l.AppendedLSN() > before }, 5*time.Second, time.Millisecond)
-		time.Sleep(20 * time.Millisecond) // queued as a waiter
+		// Queued as a waiter: A0 and the appends so far are inside the
+		// group-commit queue's Wait (it counts them under the lock it
+		// releases only to wait).
+		require.Eventually(t, func() bool { return l.Stats().Group.Active == i+2 }, 5*time.Second, time.Millisecond)
 	}
 	close(releaseA0)
 	wg.Wait()
