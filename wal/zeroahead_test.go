@@ -50,7 +50,17 @@ func TestZeroAheadCounts(t *testing.T) {
 					require.Zero(t, st.ZeroedAhead)
 					continue
 				}
-				require.Equal(t, uint64(1), st.Allocated, "the first segment is allocated")
+				// The first segment is allocated. The spare, whose
+				// preparation starts once the segment is an eighth full
+				// (record 3), is allocated or zero-filled depending on
+				// whether its goroutine runs before or after record 3's
+				// write raises the average write size past 64 KiB:
+				// scheduling, not what this test checks.
+				if i < 3 {
+					require.Equal(t, uint64(1), st.Allocated, "the first segment is allocated")
+				} else {
+					require.GreaterOrEqual(t, st.Allocated, uint64(1), "the first segment is allocated")
+				}
 				// The zeros end at most a MiB past the frames (file offsets
 				// are LSNs plus the 32-byte header).
 				require.GreaterOrEqual(t, int64(st.ZeroedAhead), int64(min(written, 1<<20)), "after record %d", i)
