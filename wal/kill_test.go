@@ -103,17 +103,20 @@ func TestKillChild(t *testing.T) {
 			fmt.Printf("err append %d: %v\n", i, err)
 			os.Exit(3)
 		}
-		// One write per line, unbuffered: what the parent reads was acked.
-		os.Stdout.WriteString(fmt.Sprintf("ack %d %d %d\n", i, lsn, time.Now().UnixNano()))
+		// One write per line, unbuffered: what the parent reads was acked,
+		// and every frame below the written LSN printed with it had been
+		// handed to the OS.
+		os.Stdout.WriteString(fmt.Sprintf("ack %d %d %d %d\n", i, lsn, time.Now().UnixNano(), l.WrittenLSN()))
 		time.Sleep(50 * time.Microsecond)
 	}
 	os.Exit(4)
 }
 
 type killAck struct {
-	i   int
-	lsn wal.LSN
-	at  time.Time
+	i       int
+	lsn     wal.LSN
+	at      time.Time
+	written wal.LSN // the child's WrittenLSN just after the ack
 }
 
 func TestKillRecovery(t *testing.T) {
@@ -190,7 +193,7 @@ func killOnce(t *testing.T, idx int, kc crashCase, m vfs.SyncMethod, rng *rand.R
 	var acks []killAck
 	parse := func(line string) {
 		f := strings.Fields(line)
-		if len(f) != 4 || f[0] != "ack" {
+		if len(f) != 5 || f[0] != "ack" {
 			if strings.HasPrefix(line, "err") {
 				t.Errorf("child: %s", line)
 			}
@@ -199,7 +202,8 @@ func killOnce(t *testing.T, idx int, kc crashCase, m vfs.SyncMethod, rng *rand.R
 		i, _ := strconv.Atoi(f[1])
 		lsn, _ := strconv.ParseUint(f[2], 10, 64)
 		ns, _ := strconv.ParseInt(f[3], 10, 64)
-		acks = append(acks, killAck{i, wal.LSN(lsn), time.Unix(0, ns)})
+		w, _ := strconv.ParseUint(f[4], 10, 64)
+		acks = append(acks, killAck{i, wal.LSN(lsn), time.Unix(0, ns), wal.LSN(w)})
 	}
 	var start time.Time
 	timeout := time.After(30 * time.Second)
@@ -232,18 +236,33 @@ func killOnce(t *testing.T, idx int, kc crashCase, m vfs.SyncMethod, rng *rand.R
 	for n := range got.lsns {
 		require.Equal(t, killRecord(n), got.recs[n], "%s: I1/I2: recovered record %d", label, n)
 	}
-	lost := 0
+	// What must survive is judged by the child's own progress, not by the
+	// clocks: a record acknowledged where commits wait for the write
+	// (pw == 0), or below a WrittenLSN the child printed before the kill,
+	// was in the page cache, which SIGKILL keeps. Whether the buffered
+	// policies wrote within their window is a matter of time: the fake
+	// clock checks that bound exactly (TestPolicyCrashBounds); here a
+	// starved child (a busy machine) can miss it without a fault, so it is
+	// only reported.
+	var written wal.LSN
+	for _, a := range acks {
+		written = max(written, a.written)
+	}
+	lost, late := 0, 0
 	for _, a := range acks {
 		if a.i < len(got.lsns) {
 			require.Equal(t, a.lsn, got.lsns[a.i], "%s: record %d at the LSN it was acked with", label, a.i)
 			continue
 		}
 		lost++
-		if pw == 0 || a.at.Before(killedAt.Add(-pw)) {
-			t.Fatalf("%s: record %d acked %v before the kill is lost (window %v); recovered %d",
-				label, a.i, killedAt.Sub(a.at), pw, len(got.lsns))
+		if pw == 0 || a.lsn < written {
+			t.Fatalf("%s: record %d (LSN %d) acked %v before the kill is lost, though the child had written up to LSN %d (window %v); recovered %d",
+				label, a.i, a.lsn, killedAt.Sub(a.at), written, pw, len(got.lsns))
+		}
+		if a.at.Before(killedAt.Add(-pw)) {
+			late++
 		}
 	}
-	t.Logf("%s: recovered %d records, %d acked ones lost (window %v, torn bytes %d)",
-		label, len(got.lsns), lost, pw, got.info.TornBytes)
+	t.Logf("%s: recovered %d records, %d acked ones lost (window %v, %d of them older than it: the child's flusher ran late; torn bytes %d)",
+		label, len(got.lsns), lost, pw, late, got.info.TornBytes)
 }
