@@ -2,11 +2,14 @@ package wal_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -75,5 +78,36 @@ func requireCutRecovered(t *testing.T, fsys vfs.FS, acked map[wal.LSN][]byte, cu
 	}
 	if t.Failed() {
 		t.Logf("%s: recovered %+v", what, l.Recovered())
+	}
+}
+
+// errCrash is the error of every operation at and after a crash point.
+var errCrash = errors.New("injected crash")
+
+// crashAtEveryOp is the crash sweep: for k = 1, 2, …, it runs workload on
+// a fresh image from newImage with every filesystem operation from the
+// k-th on failing with errCrash (the process stops there), and calls check
+// with k and the image, until a run meets no crash point (the workload ran
+// fewer than k operations) or check returns false. The workload must run
+// more than minOps operations. It returns the number of crash points.
+func crashAtEveryOp(t *testing.T, minOps int64, newImage func() *vfs.MemFS, workload func(vfs.FS), check func(k int64, img *vfs.MemFS) bool) int64 {
+	t.Helper()
+	for k := int64(1); ; k++ {
+		img := newImage()
+		var reached atomic.Bool
+		workload(faultfs.Inject(img, faultfs.InjectorFunc(func(op faultfs.Op) error {
+			if op.Index >= k {
+				reached.Store(true)
+				return errCrash
+			}
+			return nil
+		})))
+		if !reached.Load() {
+			require.Greater(t, k, minOps, "the workload runs fewer operations than expected")
+			return k - 1
+		}
+		if !check(k, img) {
+			return k
+		}
 	}
 }

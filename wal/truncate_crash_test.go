@@ -1,17 +1,14 @@
 package wal_test
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
-	"github.com/durawal/durawal/wal/vfs/faultfs"
 )
 
 // raftWorkload runs, on fsys: Open, append 12 same-size records (stream 1),
@@ -83,62 +80,39 @@ func raftWorkload(fsys vfs.FS) (acked map[wal.LSN][]byte, cut map[string]bool, c
 func TestTruncateRaftCrashEveryOp(t *testing.T) {
 	modes := []vfs.CrashMode{vfs.DropAll(), vfs.KeepAll(), vfs.TearAtSector(1), vfs.TearAtSector(2),
 		vfs.KeepRandomSubsetOfBlocks(512, 1), vfs.KeepRandomSubsetOfBlocks(512, 2), vfs.KeepRandomSubsetOfBlocks(4096, 3)}
-	for k := int64(1); ; k++ {
-		mem := vfs.NewMem()
-		var reached atomic.Bool
-		inj := faultfs.Inject(mem, faultfs.InjectorFunc(func(op faultfs.Op) error {
-			if op.Index >= k {
-				reached.Store(true)
-				return errCrash
-			}
-			return nil
-		}))
-		acked, cut, _ := raftWorkload(inj)
-		if !reached.Load() {
-			require.Greater(t, k, int64(60), "the workload runs fewer operations than expected")
-			t.Logf("%d crash points", k-1)
-			break
-		}
+	var acked map[wal.LSN][]byte
+	var cut map[string]bool
+	n := crashAtEveryOp(t, 60, vfs.NewMem, func(fsys vfs.FS) { acked, cut, _ = raftWorkload(fsys) }, func(k int64, mem *vfs.MemFS) bool {
 		for _, m := range modes {
 			after := mem.PowerLoss(m)
 			requireCutRecovered(t, after, acked, cut, fmt.Sprintf("crash at op %d, %v", k, m))
 			if t.Failed() {
-				return
+				return false
 			}
 		}
 		// The recovering Open crashed at each of its operations (every
 		// 3rd crash point of the workload, to bound the run).
 		if k%3 != 0 {
-			continue
+			return true
 		}
 		base := mem.PowerLoss(vfs.KeepAll())
-		for j := int64(1); j < 400; j++ {
-			img := base.ProcessCrash()
-			hit := false
-			inj2 := faultfs.Inject(img, faultfs.InjectorFunc(func(op faultfs.Op) error {
-				if op.Index >= j {
-					hit = true
-					return errCrash
-				}
-				return nil
-			}))
-			if l, err := wal.Open(logDir, wal.Options{FS: inj2, SegmentSize: 4 << 10}); err == nil {
+		crashAtEveryOp(t, 0, base.ProcessCrash, func(fsys vfs.FS) {
+			if l, err := wal.Open(logDir, wal.Options{FS: fsys, SegmentSize: 4 << 10}); err == nil {
 				l.Close()
 			}
-			if !hit {
-				break
-			}
+		}, func(j int64, img *vfs.MemFS) bool {
 			for _, m := range modes[:3] {
 				requireCutRecovered(t, img.PowerLoss(m), acked, cut, fmt.Sprintf("crash at op %d, recovery crashed at op %d, %v", k, j, m))
 				if t.Failed() {
-					return
+					return false
 				}
 			}
-		}
-	}
+			return true
+		})
+		return !t.Failed()
+	})
+	t.Logf("%d crash points", n)
 }
-
-var errCrash = errors.New("injected crash")
 
 // legacyCutWorkload: Open a copy of an older-format fixture, read it, cut at
 // cutIdx (a record of an old-format segment: the log then ends inside a
@@ -202,27 +176,21 @@ func TestTruncateLegacyCutCrashEveryOp(t *testing.T) {
 			require.NoError(t, l.Close())
 			require.Greater(t, len(orig), 10)
 			for _, cutIdx := range []int{len(orig) - 2, len(orig) / 2} {
-				for k := int64(1); ; k++ {
-					mem := base.ProcessCrash()
-					var reached atomic.Bool
-					inj := faultfs.Inject(mem, faultfs.InjectorFunc(func(op faultfs.Op) error {
-						if op.Index >= k {
-							reached.Store(true)
-							return errCrash
-						}
-						return nil
-					}))
-					acked, cut := legacyCutWorkload(inj, orig, origRecs, cutIdx)
-					if !reached.Load() {
-						require.Greater(t, k, int64(20))
-						break
-					}
+				var acked map[wal.LSN][]byte
+				var cut map[string]bool
+				crashAtEveryOp(t, 20, base.ProcessCrash, func(fsys vfs.FS) {
+					acked, cut = legacyCutWorkload(fsys, orig, origRecs, cutIdx)
+				}, func(k int64, mem *vfs.MemFS) bool {
 					for _, m := range modes {
 						requireCutRecovered(t, mem.PowerLoss(m), acked, cut, fmt.Sprintf("%s cut at record %d, crash at op %d, %v", v, cutIdx, k, m))
 						if t.Failed() {
-							return
+							return false
 						}
 					}
+					return true
+				})
+				if t.Failed() {
+					return
 				}
 			}
 		})
