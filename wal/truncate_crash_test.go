@@ -25,22 +25,9 @@ func raftWorkload(fsys vfs.FS) (acked map[wal.LSN][]byte, cut map[string]bool, c
 		return
 	}
 	defer l.Close()
-	pending := map[wal.LSN][]byte{}
-	var lsns []wal.LSN
-	for i := 0; i < 12; i++ {
-		rec := record(1, i, 200)
-		lsn, err := l.Append(rec)
-		if err != nil {
-			return
-		}
-		lsns = append(lsns, lsn)
-		pending[lsn] = rec
-	}
-	if l.Sync() != nil {
+	lsns, ok := appendSyncAck(l, acked, 1, 12, 200)
+	if !ok {
 		return
-	}
-	for k, v := range pending {
-		acked[k] = v
 	}
 	// TruncateFrom(lsn) drops lsn and after. Once it is called, records
 	// 5..11 may go (a failed cut is either undone or finished by Open).
@@ -54,22 +41,29 @@ func raftWorkload(fsys vfs.FS) (acked map[wal.LSN][]byte, cut map[string]bool, c
 	for i := 5; i < 12; i++ {
 		cut[string(record(1, i, 200))] = true
 	}
-	pending = map[wal.LSN][]byte{}
-	for i := 0; i < 7; i++ {
-		rec := record(2, i, 200)
-		lsn, err := l.Append(rec)
+	appendSyncAck(l, acked, 2, 7, 200)
+	return
+}
+
+// appendSyncAck appends n records record(stream, i, size) to l and syncs;
+// once the sync returns nil it adds them to acked. It returns their LSNs,
+// and false at the first error (the injected crash).
+func appendSyncAck(l *wal.Log, acked map[wal.LSN][]byte, stream, n, size int) ([]wal.LSN, bool) {
+	lsns := make([]wal.LSN, n)
+	for i := range n {
+		lsn, err := l.Append(record(stream, i, size))
 		if err != nil {
-			return
+			return nil, false
 		}
-		pending[lsn] = rec
+		lsns[i] = lsn
 	}
 	if l.Sync() != nil {
-		return
+		return nil, false
 	}
-	for k, v := range pending {
-		acked[k] = v
+	for i, lsn := range lsns {
+		acked[lsn] = record(stream, i, size)
 	}
-	return
+	return lsns, true
 }
 
 // TestTruncateRaftCrashEveryOp: the Raft-like workload (append, cut,
@@ -139,21 +133,7 @@ func legacyCutWorkload(fsys vfs.FS, orig []wal.LSN, origRecs [][]byte, cutIdx in
 	for i := cutIdx; i < len(orig); i++ {
 		cut[string(origRecs[i])] = true
 	}
-	pending := map[wal.LSN][]byte{}
-	for i := 0; i < 5; i++ {
-		rec := record(3, i, 150)
-		lsn, err := l.Append(rec)
-		if err != nil {
-			return
-		}
-		pending[lsn] = rec
-	}
-	if l.Sync() != nil {
-		return
-	}
-	for k, v := range pending {
-		acked[k] = v
-	}
+	appendSyncAck(l, acked, 3, 5, 150)
 	return
 }
 
