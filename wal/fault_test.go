@@ -52,12 +52,15 @@ func TestFaultSyncEIOFailsWholeGroup(t *testing.T) {
 	mem := vfs.NewMem()
 	gate := newSyncGate()
 	var syncs, failAt atomic.Int64
-	h := &hookFS{FS: mem, beforeSync: func(f *hookFile) {
-		if syncs.Add(1) == failAt.Load() {
-			mem.FailNextSync(syscall.EIO)
+	h := faultfs.Inject(mem, faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSync {
+			if syncs.Add(1) == failAt.Load() {
+				mem.FailNextSync(syscall.EIO)
+			}
+			gate.hold()
 		}
-		gate.hold(f)
-	}}
+		return nil
+	}))
 	opts := wal.Options{FS: h, SegmentSize: 1 << 20} // no segment preparation during the test
 	l, err := wal.Open(faultDir, opts)
 	require.NoError(t, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,7 +27,7 @@ import (
 func gatedLog(t *testing.T) (*wal.Log, *vfs.MemFS, *syncGate, wal.Options) {
 	mem := vfs.NewMem()
 	g := newSyncGate()
-	opts := wal.Options{FS: &hookFS{FS: mem, beforeSync: g.hold}, SegmentSize: 1 << 20}
+	opts := wal.Options{FS: faultfs.Inject(mem, g), SegmentSize: 1 << 20}
 	l, err := wal.Open(faultDir, opts)
 	require.NoError(t, err)
 	return l, mem, g, opts

@@ -18,6 +18,7 @@ import (
 	"github.com/durawal/durawal/policy"
 	"github.com/durawal/durawal/wal"
 	"github.com/durawal/durawal/wal/vfs"
+	"github.com/durawal/durawal/wal/vfs/faultfs"
 )
 
 // jrec is one Append as the caller saw it.
@@ -234,7 +235,7 @@ func (f *hookFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 // syncGate blocks every file Sync while armed, until released one at a
-// time. entered receives once per blocked Sync.
+// time (faultfs.Inject(fsys, gate)). entered receives once per blocked Sync.
 type syncGate struct {
 	mu      sync.Mutex
 	armed   bool
@@ -252,7 +253,16 @@ func (g *syncGate) arm(on bool) {
 	g.mu.Unlock()
 }
 
-func (g *syncGate) hold(*hookFile) {
+// MaybeError makes g a faultfs.Injector: every file Sync (OpSync) is held
+// at the gate; nothing fails.
+func (g *syncGate) MaybeError(op faultfs.Op) error {
+	if op.Kind == faultfs.OpSync {
+		g.hold()
+	}
+	return nil
+}
+
+func (g *syncGate) hold() {
 	g.mu.Lock()
 	armed := g.armed
 	g.mu.Unlock()

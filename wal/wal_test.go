@@ -518,7 +518,7 @@ func TestStatsCount(t *testing.T) {
 func TestAppendBatchCancelledMidway(t *testing.T) {
 	mem := vfs.NewMem()
 	gate := newSyncGate()
-	l := openLog(t, &hookFS{FS: mem, beforeSync: gate.hold}, wal.Options{BufferSize: 4096})
+	l := openLog(t, faultfs.Inject(mem, gate), wal.Options{BufferSize: 4096})
 	gate.arm(true)
 	done := make(chan error, 1)
 	go func() { _, err := l.Append(record(1, 0, 100)); done <- err }()
@@ -551,7 +551,7 @@ func TestAppendBatchCancelledMidway(t *testing.T) {
 func TestAppendNotAppended(t *testing.T) {
 	mem := vfs.NewMem()
 	gate := newSyncGate()
-	l := openLog(t, &hookFS{FS: mem, beforeSync: gate.hold}, wal.Options{BufferSize: 4096})
+	l := openLog(t, faultfs.Inject(mem, gate), wal.Options{BufferSize: 4096})
 	gate.arm(true)
 	done := make(chan error, 2)
 	go func() { _, err := l.Append(record(1, 0, 3000)); done <- err }()
