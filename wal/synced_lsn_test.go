@@ -99,6 +99,9 @@ func TestSyncEveryOneCommitWokenBySealBeforeItsSync(t *testing.T) {
 	l := openLog(t, faultfs.Inject(mem, inj), wal.Options{SegmentSize: segSize, Policy: policy.SyncEveryN(1)})
 	logp.Store(l)
 	defer l.Close()
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(releaseA0) }) }
+	defer release() // before Close: a failed check must not leave A0 held
 	for i := 0; room-int64(l.AppendedLSN()) > 1000; i++ {
 		_, err := l.Append(payload(i, 200))
 		require.NoError(t, err)
@@ -138,7 +141,7 @@ func TestSyncEveryOneCommitWokenBySealBeforeItsSync(t *testing.T) {
 		// releases only to wait).
 		require.Eventually(t, func() bool { return l.Stats().Group.Active == i+2 }, 5*time.Second, time.Millisecond)
 	}
-	close(releaseA0)
+	release()
 	wg.Wait()
 	require.Positive(t, l.Stats().Rolls, "R1 rolled")
 
