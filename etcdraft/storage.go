@@ -82,9 +82,10 @@ var ErrCorrupt = errors.New("etcdraft: log is not a raft log")
 var ErrFailed = errors.New("etcdraft: an earlier save stopped partway; reopen the storage")
 
 // Storage is a raft.Storage whose state survives crashes. Its read methods
-// (InitialState, Entries, Term, LastIndex, FirstIndex, Snapshot) are the
-// embedded MemoryStorage's and are safe for concurrent use with each other
-// and with Save, as raft requires. Save, CreateSnapshot, Compact and Close
+// (Term, LastIndex, FirstIndex, Snapshot: the embedded MemoryStorage's;
+// InitialState and Entries: its own, which check what MemoryStorage does
+// not) are safe for concurrent use with each other and with Save, as raft
+// requires. Save, CreateSnapshot, Compact and Close
 // are serialized by the Storage.
 type Storage struct {
 	*raft.MemoryStorage
@@ -94,7 +95,8 @@ type Storage struct {
 	log *wal.Log
 
 	mu      sync.Mutex
-	lsns    []wal.LSN // lsns[i]: the LSN of the record of entry first+i
+	hs      *pb.HardState // the hard state saved last (empty if none)
+	lsns    []wal.LSN     // lsns[i]: the LSN of the record of entry first+i
 	first   uint64    // index of lsns[0]
 	snapLSN wal.LSN   // LSN of the newest snapshot record (0 if none)
 	hsLSN   wal.LSN   // LSN of the newest hard-state record (0 if none)
@@ -250,10 +252,12 @@ func (s *Storage) replay() (torn wal.LSN, err error) {
 			return 0, err
 		}
 	}
+	s.hs = &pb.HardState{}
 	if hs != nil {
 		if err := s.MemoryStorage.SetHardState(hs); err != nil {
 			return 0, err
 		}
+		s.hs = hs
 	}
 	s.lsns, s.first = lsns, first
 	return torn, nil
@@ -318,13 +322,34 @@ func (s *Storage) appendBatch(recs [][]byte, sync bool) ([]wal.LSN, error) {
 	return lsns, err
 }
 
+// InitialState returns the hard state saved last and the configuration of
+// the current snapshot. Unlike MemoryStorage's (which reads without its
+// lock), it is safe for concurrent use with Save and the other methods.
+func (s *Storage) InitialState() (*pb.HardState, *pb.ConfState, error) {
+	s.mu.Lock()
+	hs := proto.CloneOf(s.hs)
+	s.mu.Unlock()
+	snap, err := s.MemoryStorage.Snapshot()
+	if err != nil {
+		return nil, nil, err
+	}
+	cs := snap.GetMetadata().GetConfState()
+	if cs == nil {
+		cs = &pb.ConfState{}
+	}
+	return hs, proto.CloneOf(cs), nil
+}
+
 // Entries returns the entries in [lo, hi), at most maxSize bytes of them
 // but at least one, as MemoryStorage.Entries does, except for hi beyond
-// LastIndex()+1: an error matching raft.ErrUnavailable where MemoryStorage
-// panics (raft itself never asks for it). A Save that cuts a conflicting
+// LastIndex()+1 or lo above hi: an error matching raft.ErrUnavailable
+// where MemoryStorage panics (raft itself never asks for either). A Save that cuts a conflicting
 // suffix while Entries runs can still shrink the log between the check and
 // the read; raft never reads past a suffix it is replacing.
 func (s *Storage) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
+	if lo > hi {
+		return nil, fmt.Errorf("etcdraft: entries [%d, %d): lo above hi: %w", lo, hi, raft.ErrUnavailable)
+	}
 	if last, _ := s.MemoryStorage.LastIndex(); hi > last+1 {
 		return nil, fmt.Errorf("etcdraft: entries [%d, %d) past the last index %d: %w", lo, hi, last, raft.ErrUnavailable)
 	}
@@ -380,6 +405,18 @@ func (s *Storage) Save(hs *pb.HardState, entries []*pb.Entry, snap *pb.Snapshot)
 	}
 	withHS := hs != nil && !raft.IsEmptyHardState(hs)
 	if withHS {
+		// raft refuses, at the next start, a commit index past the log's
+		// end ("out of range"): refuse it now, before it is durable.
+		last, _ := s.MemoryStorage.LastIndex()
+		switch {
+		case len(entries) > 0:
+			last = entries[len(entries)-1].GetIndex()
+		case withSnap:
+			last = snap.GetMetadata().GetIndex()
+		}
+		if hs.GetCommit() > last {
+			return fmt.Errorf("etcdraft: hard state commits index %d past the last index %d: %w", hs.GetCommit(), last, raft.ErrUnavailable)
+		}
 		rec, err := record(kindHardState, hs)
 		if err != nil {
 			return err
@@ -389,7 +426,10 @@ func (s *Storage) Save(hs *pb.HardState, entries []*pb.Entry, snap *pb.Snapshot)
 	if len(recs) == 0 {
 		return nil
 	}
-	prev, _, _ := s.MemoryStorage.InitialState()
+	prev := s.hs
+	if hs == nil {
+		hs = prev
+	}
 	lsns, err := s.appendBatch(recs, withSnap || raft.MustSync(hs, prev, len(entries)))
 	if err != nil {
 		return fmt.Errorf("etcdraft: saving: %w", err)
@@ -425,6 +465,7 @@ func (s *Storage) Save(hs *pb.HardState, entries []*pb.Entry, snap *pb.Snapshot)
 		if err := s.MemoryStorage.SetHardState(hs); err != nil {
 			return err
 		}
+		s.hs = proto.CloneOf(hs)
 		s.hsLSN = lsns[len(lsns)-1]
 	}
 	return nil
@@ -433,10 +474,16 @@ func (s *Storage) Save(hs *pb.HardState, entries []*pb.Entry, snap *pb.Snapshot)
 // checkEntries refuses entries raft would never hand over, which
 // MemoryStorage.Append would panic on: entries not at consecutive indexes,
 // or starting past the entry after the last one (after snap, if it is
-// applied first). The error matches raft.ErrUnavailable.
+// applied first), or a nil entry or one at index 0. The error matches
+// raft.ErrUnavailable.
 func (s *Storage) checkEntries(entries []*pb.Entry, snap *pb.Snapshot, withSnap bool) error {
 	if len(entries) == 0 {
 		return nil
+	}
+	for i, e := range entries {
+		if e == nil || e.GetIndex() == 0 {
+			return fmt.Errorf("etcdraft: entry %d of %d is nil or at index 0 (raft's indexes start at 1): %w", i, len(entries), raft.ErrUnavailable)
+		}
 	}
 	for i := 1; i < len(entries); i++ {
 		if entries[i].GetIndex() != entries[i-1].GetIndex()+1 {
@@ -537,7 +584,7 @@ func (s *Storage) Compact(i uint64) error {
 		return err
 	}
 	recs = append(recs, rec)
-	hs, _, _ := s.MemoryStorage.InitialState()
+	hs := s.hs
 	if !raft.IsEmptyHardState(hs) {
 		rec, err := record(kindHardState, hs)
 		if err != nil {
