@@ -97,9 +97,9 @@ type Storage struct {
 	mu      sync.Mutex
 	hs      *pb.HardState // the hard state saved last (empty if none)
 	lsns    []wal.LSN     // lsns[i]: the LSN of the record of entry first+i
-	first   uint64    // index of lsns[0]
-	snapLSN wal.LSN   // LSN of the newest snapshot record (0 if none)
-	hsLSN   wal.LSN   // LSN of the newest hard-state record (0 if none)
+	first   uint64        // index of lsns[0]
+	snapLSN wal.LSN       // LSN of the newest snapshot record (0 if none)
+	hsLSN   wal.LSN       // LSN of the newest hard-state record (0 if none)
 	// failed is set once a batch stopped partway (see ErrFailed).
 	failed error
 }
