@@ -297,8 +297,12 @@ func (l *Log) Stats() Stats {
 
 // StatsInto fills *s with what Stats returns, every field overwritten,
 // without copying a Stats by value (a scraper keeps one and refills it).
-// Safe for concurrent use, as Stats, with distinct s.
+// A nil s is filled with nothing. Safe for concurrent use, as Stats, with
+// distinct s.
 func (l *Log) StatsInto(s *Stats) {
+	if s == nil {
+		return // nothing to fill
+	}
 	c := &l.stats
 	*s = Stats{
 		AppendRequests:   c.appendRequests.Load(),
