@@ -94,12 +94,10 @@ type Storage struct {
 	fs  vfs.FS
 	log *wal.Log
 
-	mu      sync.Mutex
-	hs      *pb.HardState // the hard state saved last (empty if none)
-	lsns    []wal.LSN     // lsns[i]: the LSN of the record of entry first+i
-	first   uint64        // index of lsns[0]
-	snapLSN wal.LSN       // LSN of the newest snapshot record (0 if none)
-	hsLSN   wal.LSN       // LSN of the newest hard-state record (0 if none)
+	mu    sync.Mutex
+	hs    *pb.HardState // the hard state saved last (empty if none)
+	lsns  []wal.LSN     // lsns[i]: the LSN of the record of entry first+i
+	first uint64        // index of lsns[0]
 	// failed is set once a batch stopped partway (see ErrFailed).
 	failed error
 }
@@ -184,13 +182,13 @@ func (s *Storage) replay() (torn wal.LSN, err error) {
 			}
 			ents, lsns = append(ents, e), append(lsns, lsn)
 		case d.hs != nil:
-			hs, s.hsLSN = d.hs, d.lsn
+			hs = d.hs
 		case d.snap != nil:
 			m := d.snap
 			if snap != nil && m.GetIndex() < snap.GetIndex() {
 				return nil // an older snapshot appended again
 			}
-			snap, s.snapLSN = m, d.lsn
+			snap = m
 			if d.restore {
 				// raft replaced its log with the snapshot: entries saved
 				// before it, even past its index, are gone (they may be of
@@ -377,8 +375,15 @@ func (s *Storage) Save(hs *pb.HardState, entries []*pb.Entry, snap *pb.Snapshot)
 		return s.failed
 	}
 	withSnap := snap != nil && snap.GetMetadata() != nil && (snap.GetMetadata().GetIndex() > 0 || snap.GetMetadata().GetConfState() != nil)
-	if err := s.checkEntries(entries, snap, withSnap); err != nil {
+	last, _ := s.MemoryStorage.LastIndex() // the last index once snap is applied
+	if withSnap {
+		last = snap.GetMetadata().GetIndex()
+	}
+	if err := checkEntries(entries, last); err != nil {
 		return err
+	}
+	if len(entries) > 0 {
+		last = entries[len(entries)-1].GetIndex() // a conflicting suffix may shorten the log
 	}
 	var recs [][]byte
 	if withSnap {
@@ -407,13 +412,6 @@ func (s *Storage) Save(hs *pb.HardState, entries []*pb.Entry, snap *pb.Snapshot)
 	if withHS {
 		// raft refuses, at the next start, a commit index past the log's
 		// end ("out of range"): refuse it now, before it is durable.
-		last, _ := s.MemoryStorage.LastIndex()
-		switch {
-		case len(entries) > 0:
-			last = entries[len(entries)-1].GetIndex()
-		case withSnap:
-			last = snap.GetMetadata().GetIndex()
-		}
 		if hs.GetCommit() > last {
 			return fmt.Errorf("etcdraft: hard state commits index %d past the last index %d: %w", hs.GetCommit(), last, raft.ErrUnavailable)
 		}
@@ -440,7 +438,6 @@ func (s *Storage) Save(hs *pb.HardState, entries []*pb.Entry, snap *pb.Snapshot)
 		if err := s.MemoryStorage.ApplySnapshot(snap); err != nil {
 			return err
 		}
-		s.snapLSN = lsns[0]
 		s.lsns, s.first = s.lsns[:0], snap.GetMetadata().GetIndex()+1
 		k = 1
 		s.removeOldSnaps(snap.GetMetadata())
@@ -466,17 +463,16 @@ func (s *Storage) Save(hs *pb.HardState, entries []*pb.Entry, snap *pb.Snapshot)
 			return err
 		}
 		s.hs = proto.CloneOf(hs)
-		s.hsLSN = lsns[len(lsns)-1]
 	}
 	return nil
 }
 
 // checkEntries refuses entries raft would never hand over, which
 // MemoryStorage.Append would panic on: entries not at consecutive indexes,
-// or starting past the entry after the last one (after snap, if it is
-// applied first), or a nil entry or one at index 0. The error matches
-// raft.ErrUnavailable.
-func (s *Storage) checkEntries(entries []*pb.Entry, snap *pb.Snapshot, withSnap bool) error {
+// or starting past the entry after last (the last index once the save's
+// snapshot, if any, is applied), or a nil entry or one at index 0. The
+// error matches raft.ErrUnavailable.
+func checkEntries(entries []*pb.Entry, last uint64) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -489,10 +485,6 @@ func (s *Storage) checkEntries(entries []*pb.Entry, snap *pb.Snapshot, withSnap 
 		if entries[i].GetIndex() != entries[i-1].GetIndex()+1 {
 			return fmt.Errorf("etcdraft: entry %d follows entry %d: %w", entries[i].GetIndex(), entries[i-1].GetIndex(), raft.ErrUnavailable)
 		}
-	}
-	last, _ := s.MemoryStorage.LastIndex()
-	if withSnap {
-		last = snap.GetMetadata().GetIndex()
 	}
 	if entries[0].GetIndex() > last+1 {
 		return fmt.Errorf("etcdraft: entries start at %d after the last index %d: %w", entries[0].GetIndex(), last, raft.ErrUnavailable)
@@ -543,16 +535,13 @@ func (s *Storage) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) (*pb.S
 	if err != nil {
 		return nil, err
 	}
-	lsns, err := s.appendBatch([][]byte{rec}, true)
-	if err != nil {
+	if _, err := s.appendBatch([][]byte{rec}, true); err != nil {
 		return nil, fmt.Errorf("etcdraft: saving the snapshot: %w", err)
 	}
-	lsn := lsns[0]
 	got, err := s.MemoryStorage.CreateSnapshot(i, cs, data)
 	if err != nil {
 		return nil, err
 	}
-	s.snapLSN = lsn
 	s.removeOldSnaps(snap.GetMetadata())
 	return got, nil
 }
@@ -596,12 +585,8 @@ func (s *Storage) Compact(i uint64) error {
 	if err != nil {
 		return fmt.Errorf("etcdraft: compacting: %w", err)
 	}
-	s.snapLSN = lsns[0]
-	if len(recs) > 1 {
-		s.hsLSN = lsns[1]
-	}
 	// Replay needs the entries after the snapshot and these records.
-	keep := s.snapLSN
+	keep := lsns[0]
 	si := snap.GetMetadata().GetIndex()
 	if si+1 >= s.first && si+1-s.first < uint64(len(s.lsns)) {
 		keep = min(keep, s.lsns[si+1-s.first])
