@@ -355,9 +355,8 @@ func (l *Log) noteSynced(target uint64, snap time.Duration) {
 	now := time.Since(l.opened)
 	age := now - time.Duration(since)
 	c.unsyncedHist.record(age)
-	for m := c.unsyncedMax.Load(); int64(age) > m && !c.unsyncedMax.CompareAndSwap(m, int64(age)); m = c.unsyncedMax.Load() {
-	}
-	if d := unsyncedBound(l.opts.Policy); d > 0 && age > d+2*(now-snap) {
+	raiseMax(&c.unsyncedMax, int64(age))
+	if d := decide.UnsyncedBound(l.pol); d > 0 && age > d+2*(now-snap) {
 		c.unsyncedOver.Add(1)
 		l.opts.Logger.Warn("wal: a write waited longer than the policy's bound to become durable (the flusher ran late)",
 			"dir", l.dir, "waited", age, "bound", d+2*(now-snap), "policy", l.opts.Policy.String())
@@ -367,18 +366,6 @@ func (l *Log) noteSynced(target uint64, snap time.Duration) {
 	if c.unsyncedSince.CompareAndSwap(since, 0) && l.written.Load() > target {
 		c.unsyncedSince.CompareAndSwap(0, max(int64(snap), 1))
 	}
-}
-
-// unsyncedBound is the time a write may wait for its sync under p, the
-// sync's own durations aside: the interval of the interval policies, 0
-// (none) for the others (SyncEveryCommit and SyncEveryN sync in the
-// commit; SyncNever promises nothing).
-func unsyncedBound(p policy.Policy) time.Duration {
-	switch p.Kind() {
-	case policy.KindSyncInterval, policy.KindSyncIntervalPostponed, policy.KindBufferedInterval, policy.KindAsyncCommit:
-		return p.Interval()
-	}
-	return 0
 }
 
 // syncTimed syncs s, records the sync's timing, and applies the failure rule:

@@ -280,9 +280,7 @@ func (l *Log) syncFile(f vfs.File) error {
 		}
 		d := time.Since(start)
 		l.stats.fsyncTime.Add(int64(d))
-		for m := l.stats.fsyncMax.Load(); int64(d) > m && !l.stats.fsyncMax.CompareAndSwap(m, int64(d)); {
-			m = l.stats.fsyncMax.Load()
-		}
+		raiseMax(&l.stats.fsyncMax, int64(d))
 		if err == nil {
 			l.stats.fsyncs.Add(1)
 			l.stats.fsyncHist.record(d)

@@ -393,10 +393,12 @@ func (l *Log) Options() Options { return l.opts }
 // addWait records one wait for a prepared segment.
 func (c *segCounters) addWait(d time.Duration) {
 	c.waitTime.Add(int64(d))
-	for {
-		m := c.waitMax.Load()
-		if int64(d) <= m || c.waitMax.CompareAndSwap(m, int64(d)) {
-			return
-		}
+	raiseMax(&c.waitMax, int64(d))
+}
+
+// raiseMax makes a hold at least v: the gauges of a maximum that any
+// goroutine may raise, without a lock.
+func raiseMax(a *atomic.Int64, v int64) {
+	for m := a.Load(); v > m && !a.CompareAndSwap(m, v); m = a.Load() {
 	}
 }

@@ -122,3 +122,15 @@ func OnTick(p policy.Policy, s State) Action {
 	}
 	return Action{}
 }
+
+// UnsyncedBound is the time a write may wait for its sync under p, the
+// sync's own durations aside: the interval of the interval policies, 0
+// (none) for the others (SyncEveryCommit and SyncEveryN sync in the
+// commit; SyncNever promises nothing).
+func UnsyncedBound(p policy.Policy) time.Duration {
+	switch p.Kind() {
+	case policy.KindSyncInterval, policy.KindSyncIntervalPostponed, policy.KindBufferedInterval, policy.KindAsyncCommit:
+		return p.Interval()
+	}
+	return 0
+}
