@@ -513,19 +513,10 @@ func (rep *RepairReport) text(dir string, started, done time.Time, verr error) [
 // createFile makes the new file name of dir hold b, durably (file and
 // directory); it fails if the file exists.
 func createFile(fsys vfs.FS, dir, name string, b []byte) error {
-	f, err := fsys.Create(filepath.Join(dir, name), vfs.Fdatasync)
-	if err != nil {
+	if err := writeFileSynced(fsys, filepath.Join(dir, name), vfs.Fdatasync, true, vfs.File.Sync, func(f vfs.File) error {
+		_, err := f.WriteAt(b, 0)
 		return err
-	}
-	if _, err := f.WriteAt(b, 0); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	}); err != nil {
 		return err
 	}
 	return fsys.SyncDir(dir)
@@ -551,27 +542,17 @@ func replaceFile(fsys vfs.FS, dir, name string, b []byte) error {
 // writeEvidence copies n bytes of the segment sc scans, from offset off,
 // into the new file name of dir, and makes it durable (file and directory).
 func writeEvidence(fsys vfs.FS, dir, name string, sc *frameScanner, off, n int64) error {
-	path := filepath.Join(dir, name)
-	f, err := fsys.Create(path, vfs.Fdatasync)
+	err := writeFileSynced(fsys, filepath.Join(dir, name), vfs.Fdatasync, true, vfs.File.Sync, func(f vfs.File) error {
+		return sc.copyRange(off, n, func(p []byte, at int64) error {
+			_, err := f.WriteAt(p, at-off)
+			return err
+		})
+	})
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("wal: repair: evidence file %s appeared meanwhile: %w", name, err)
+	}
 	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("wal: repair: evidence file %s appeared meanwhile: %w", name, err)
-		}
-		return fmt.Errorf("wal: repair: %w", err)
-	}
-	if err := sc.copyRange(off, n, func(p []byte, at int64) error {
-		_, err := f.WriteAt(p, at-off)
-		return err
-	}); err != nil {
-		f.Close()
 		return fmt.Errorf("wal: repair: writing %s: %w", name, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("wal: repair: syncing %s: %w", name, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("wal: repair: %w", err)
 	}
 	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("wal: repair: %w", err)

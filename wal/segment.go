@@ -314,16 +314,23 @@ func (l *Log) syncSegment(f vfs.File) error {
 // first step that fails, closes the file anyway, and returns that step's
 // error.
 func (l *Log) writeFile(path string, m vfs.SyncMethod, create bool, write func(vfs.File) error) error {
-	open := l.fs.OpenReadWrite
+	return writeFileSynced(l.fs, path, m, create, l.syncFile, write)
+}
+
+// writeFileSynced is writeFile on fsys, with sync as the way the file is
+// synced: a Log's syncFile counts and times its fsyncs; Repair, which runs
+// without a Log, passes vfs.File.Sync.
+func writeFileSynced(fsys vfs.FS, path string, m vfs.SyncMethod, create bool, sync, write func(vfs.File) error) error {
+	open := fsys.OpenReadWrite
 	if create {
-		open = l.fs.Create
+		open = fsys.Create
 	}
 	f, err := open(path, m)
 	if err != nil {
 		return err
 	}
 	if err = write(f); err == nil && !m.WriteThrough() {
-		err = l.syncFile(f)
+		err = sync(f)
 	}
 	if err != nil {
 		f.Close()
