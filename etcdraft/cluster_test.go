@@ -370,11 +370,20 @@ func TestLinearizableUnderPowerLoss(t *testing.T) {
 	if os.Getenv("DURAWAL_LONG") == "1" {
 		histories, d, every = 6, 20*time.Second, 400*time.Millisecond
 	}
+	runHistories(t, histories, "node crashes", func(seed uint64) histStats { return runHistory(t, d, every, seed) })
+}
+
+// runHistories runs and checks histories histories (run with seeds 1, 2,
+// …), logs each and the totals (crashes names what the nemesis did), and
+// requires that porcupine decided every one and that something was
+// acknowledged.
+func runHistories(t *testing.T, histories int, crashes string, run func(seed uint64) histStats) {
+	t.Helper()
 	var tot histStats
 	for h := range histories {
-		st := runHistory(t, d, every, uint64(h+1))
-		t.Logf("history %d: %d operations (%d returned, %d without an answer), %d node crashes (%d of the whole cluster), porcupine: %s",
-			h+1, st.ops, st.acked, st.pending, st.crashes, st.allDown, st.result)
+		st := run(uint64(h + 1))
+		t.Logf("history %d: %d operations (%d returned, %d without an answer), %d %s (%d of the whole cluster), porcupine: %s",
+			h+1, st.ops, st.acked, st.pending, st.crashes, crashes, st.allDown, st.result)
 		tot.ops += st.ops
 		tot.acked += st.acked
 		tot.crashes += st.crashes
@@ -384,5 +393,5 @@ func TestLinearizableUnderPowerLoss(t *testing.T) {
 		}
 	}
 	require.Positive(t, tot.acked, "no operation was acknowledged: the cluster never served")
-	t.Logf("%d histories, %d operations (%d acknowledged), %d node crashes", histories, tot.ops, tot.acked, tot.crashes)
+	t.Logf("%d histories, %d operations (%d acknowledged), %d %s", histories, tot.ops, tot.acked, tot.crashes, crashes)
 }

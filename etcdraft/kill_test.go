@@ -35,7 +35,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anishathalye/porcupine"
 	"github.com/durawal/durawal/etcdraft"
 	"github.com/durawal/durawal/wal"
 	"github.com/stretchr/testify/require"
@@ -338,19 +337,5 @@ func TestLinearizableUnderSIGKILL(t *testing.T) {
 	if os.Getenv("DURAWAL_LONG") == "1" {
 		histories, d = 3, 20*time.Second
 	}
-	var tot histStats
-	for h := range histories {
-		st := runKillHistory(t, d, every, uint64(h+1))
-		t.Logf("history %d: %d operations (%d returned, %d without an answer), %d SIGKILLs (%d of the whole cluster), porcupine: %s",
-			h+1, st.ops, st.acked, st.pending, st.crashes, st.allDown, st.result)
-		tot.ops += st.ops
-		tot.acked += st.acked
-		tot.crashes += st.crashes
-		require.NotEqual(t, porcupine.Unknown, st.result, "porcupine timed out on history %d", h+1)
-		if t.Failed() {
-			return
-		}
-	}
-	require.Positive(t, tot.acked, "no operation was acknowledged: the cluster never served")
-	t.Logf("%d histories, %d operations (%d acknowledged), %d SIGKILLs", histories, tot.ops, tot.acked, tot.crashes)
+	runHistories(t, histories, "SIGKILLs", func(seed uint64) histStats { return runKillHistory(t, d, every, seed) })
 }
