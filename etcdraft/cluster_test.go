@@ -189,22 +189,29 @@ func (n *kvNode) apply(node raft.Node, e *pb.Entry) {
 	if len(d) < 10 {
 		return // raft's empty entry of a new term
 	}
-	id, op, key, val := binary.LittleEndian.Uint64(d), d[8], int(d[9]), string(d[10:])
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	var out string
-	switch op {
-	case 'g':
-		out = n.kv[key]
-	case 'p':
-		n.kv[key] = val
-	case 'a':
-		n.kv[key] += val
-	}
+	id, out := applyKV(n.kv, d)
 	if w, ok := n.waiters[id]; ok {
 		w <- out
 		delete(n.waiters, id)
 	}
+}
+
+// applyKV applies the operation of a committed entry's data (an 8-byte
+// proposal id, then op, key and value) to kv, and returns the proposal id
+// and what a get read.
+func applyKV(kv map[int]string, d []byte) (id uint64, out string) {
+	id, op, key, val := binary.LittleEndian.Uint64(d), d[8], int(d[9]), string(d[10:])
+	switch op {
+	case 'g':
+		out = kv[key]
+	case 'p':
+		kv[key] = val
+	case 'a':
+		kv[key] += val
+	}
+	return id, out
 }
 
 // crash cuts n off and takes its image (mode nil: a process crash), then

@@ -142,17 +142,8 @@ func TestLinearizableKillChild(t *testing.T) {
 					if e.GetType() != pb.EntryType_EntryNormal || len(d) < 10 {
 						continue
 					}
-					opID, op, key, val := binary.LittleEndian.Uint64(d), d[8], int(d[9]), string(d[10:])
 					mu.Lock()
-					var out string
-					switch op {
-					case 'g':
-						out = kv[key]
-					case 'p':
-						kv[key] = val
-					case 'a':
-						kv[key] += val
-					}
+					opID, out := applyKV(kv, d)
 					if w, ok := waiters[opID]; ok {
 						w <- out
 						delete(waiters, opID)
