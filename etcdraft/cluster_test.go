@@ -349,7 +349,8 @@ func runHistory(t *testing.T, d, every time.Duration, seed uint64) histStats {
 					fol = append(fol, n)
 				}
 			}
-			victims = fol[rng.IntN(len(fol)) : rng.IntN(len(fol))+1]
+			k := rng.IntN(len(fol))
+			victims = fol[k : k+1]
 		}
 		for j, n := range victims {
 			c.crash(n, modes(i+j))
