@@ -37,3 +37,14 @@ func AgeUnsynced(l *Log, d time.Duration) bool {
 	}
 	return l.stats.unsyncedSince.CompareAndSwap(since, since-int64(d))
 }
+
+// AwaitPreparer waits until no goroutine is preparing a segment for l, so
+// that a crash image taken next holds no half-made prepare-*.wal.tmp.
+func AwaitPreparer(l *Log) {
+	l.app.Lock()
+	done, busy := l.prep.done, l.prep.busy
+	l.app.Unlock()
+	if busy {
+		<-done
+	}
+}

@@ -42,6 +42,7 @@ var planCases = []struct {
 			require.NoError(t, err)
 			lsns = append(lsns, lsn)
 		}
+		wal.AwaitPreparer(l)
 		img := mem.ProcessCrash()
 		l.Close()
 		seg := segments(t, img)[0]
@@ -82,6 +83,7 @@ var planCases = []struct {
 		}
 		armed.Store(true)
 		require.ErrorIs(t, l.TruncateFrom(lsns[5]), wal.ErrPoisoned)
+		wal.AwaitPreparer(l)
 		img := mem.ProcessCrash()
 		l.Close()
 		return img
@@ -123,6 +125,7 @@ var planCases = []struct {
 			_, err := l.Append(record(1, i, 200))
 			require.NoError(t, err)
 		}
+		wal.AwaitPreparer(l)
 		img := mem.ProcessCrash()
 		l.Close()
 		segs := segments(t, img)
