@@ -213,6 +213,13 @@ type injector struct {
 	image  *vfs.MemFS // the crash image taken at a freeze
 	claims claims     // read just before it
 	crash  End
+
+	// admitted counts the operations MaybeError let run that have not
+	// returned yet (guarded by mu); a freeze waits on drained for them
+	// before it images the filesystem, so that none lands after the image
+	// and still reports success.
+	admitted int
+	drained  sync.Cond
 }
 
 type armedFault struct {
@@ -222,7 +229,9 @@ type armedFault struct {
 }
 
 func newInjector(r *runner, mem *vfs.MemFS) *injector {
-	return &injector{r: r, mem: mem, release: make(chan struct{}), blocked: make(chan struct{})}
+	in := &injector{r: r, mem: mem, release: make(chan struct{}), blocked: make(chan struct{})}
+	in.drained.L = &in.mu
+	return in
 }
 
 func (in *injector) arm(f Fault) {
@@ -327,14 +336,17 @@ func (in *injector) MaybeError(op faultfs.Op) error {
 			in.mu.Unlock()
 			return a.f.Errno
 		case FaultShort:
-			in.mu.Unlock()
 			if op.Kind == faultfs.OpWrite || op.Kind == faultfs.OpRead {
+				in.admitted++ // runs on part of its buffer
+				in.mu.Unlock()
 				return &faultfs.ShortOp{Keep: a.f.Keep, Err: a.f.Errno}
 			}
+			in.mu.Unlock()
 			return a.f.Errno
 		case FaultSyncLost:
 			if op.Kind == faultfs.OpSync {
 				in.mem.FailNextSync(a.f.Errno)
+				in.admitted++
 				in.mu.Unlock()
 				return nil
 			}
@@ -347,6 +359,9 @@ func (in *injector) MaybeError(op faultfs.Op) error {
 			return syscall.EIO
 		case FaultFreeze:
 			in.frozen.Store(true)
+			for in.admitted > 0 {
+				in.drained.Wait() // the operations already under way land before the image
+			}
 			if l := in.log.Load(); l != nil {
 				in.claims = readClaims(l)
 			}
@@ -362,8 +377,27 @@ func (in *injector) MaybeError(op faultfs.Op) error {
 			return syscall.EIO
 		}
 	}
+	in.admitted++
 	in.mu.Unlock()
+	if admitDelay > 0 && op.Kind == faultfs.OpWrite {
+		time.Sleep(admitDelay)
+	}
 	return nil
+}
+
+// admitDelay, when a test sets it, holds every write the injector lets run
+// this long between its admission and its run: it widens the window in
+// which a freeze can come while the operation is under way.
+var admitDelay time.Duration
+
+// Finished counts an operation MaybeError let run as returned
+// (faultfs.Observer).
+func (in *injector) Finished(faultfs.Op) {
+	in.mu.Lock()
+	if in.admitted--; in.admitted == 0 {
+		in.drained.Broadcast()
+	}
+	in.mu.Unlock()
 }
 
 type claims struct {

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // foundSeeds are schedules that found violations on main as of issue 25
@@ -41,5 +42,26 @@ func TestSimFoundSeeds(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFreezeWaitsForOperationsUnderWay: a freeze images the filesystem
+// only once the operations it had already let run have returned. Before,
+// a write admitted just before the freeze could land after the image and
+// still report success, and the oracle then counted a record as durable
+// that the image lacked (seed 20333 in CI, a false violation). Holding each
+// admitted write 200µs before it runs makes that window wide: without
+// the wait, the first try of seed 20333 fails.
+func TestFreezeWaitsForOperationsUnderWay(t *testing.T) {
+	admitDelay = 200 * time.Microsecond
+	defer func() { admitDelay = 0 }()
+	for _, seed := range []uint64{20333, 3598} {
+		sch := Generate(NewSeedSource(seed))
+		for range 3 {
+			if res := Execute(sch); res.Failed() {
+				report(t, fmt.Sprintf("seed %d, writes held 200µs after their admission", seed), sch, res)
+				return
+			}
+		}
 	}
 }

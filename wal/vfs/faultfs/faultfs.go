@@ -95,6 +95,21 @@ type Injector interface {
 	MaybeError(op Op) error
 }
 
+// Observer is an [Injector] that is also told when each operation it let
+// run has returned: Finished(op) is called once for every op whose
+// MaybeError answer was nil, or a *ShortOp that ran a read or write on part
+// of its buffer, after the wrapped FS or file returned (for Close, only
+// when MaybeError let it run). An injector that models a crash uses it to
+// wait for the operations already under way before it images the
+// filesystem, so that no operation it admitted lands after the image and
+// still reports success. Finished is called from the operation's
+// goroutine and must be safe for concurrent use. [Any] and [Counted] do not
+// pass Finished on: give Inject the Observer itself.
+type Observer interface {
+	Injector
+	Finished(op Op)
+}
+
 // InjectorFunc adapts a function to [Injector].
 type InjectorFunc func(Op) error
 
@@ -143,21 +158,30 @@ type injectFS struct {
 
 // check asks the injector about one operation and returns the error to
 // report, wrapped, or the *ShortOp for reads and writes.
-func (f *injectFS) check(kind OpKind, path string, off int64, n int, m vfs.SyncMethod) error {
-	err := f.inj.MaybeError(Op{Kind: kind, Path: path, Offset: off, Len: n, Method: m, Index: f.index.Add(1)})
+func (f *injectFS) check(kind OpKind, path string, off int64, n int, m vfs.SyncMethod) (Op, error) {
+	op := Op{Kind: kind, Path: path, Offset: off, Len: n, Method: m, Index: f.index.Add(1)}
+	err := f.inj.MaybeError(op)
 	if err == nil {
-		return nil
+		return op, nil
 	}
 	if short, ok := err.(*ShortOp); ok {
 		if kind == OpRead || kind == OpWrite {
-			return short
+			return op, short
 		}
 		err = short.Err
 		if err == nil {
 			err = ErrInjected
 		}
 	}
-	return wrapOp(kind, path, err)
+	return op, wrapOp(kind, path, err)
+}
+
+// finish tells an [Observer] that op, which its MaybeError let run, has
+// returned.
+func (f *injectFS) finish(op Op) {
+	if o, ok := f.inj.(Observer); ok {
+		o.Finished(op)
+	}
 }
 
 func wrapOp(kind OpKind, path string, err error) error {
@@ -169,9 +193,11 @@ func wrapOp(kind OpKind, path string, err error) error {
 }
 
 func (f *injectFS) open(kind OpKind, name string, m vfs.SyncMethod, open func() (vfs.File, error)) (vfs.File, error) {
-	if err := f.check(kind, name, 0, 0, m); err != nil {
+	op, err := f.check(kind, name, 0, 0, m)
+	if err != nil {
 		return nil, err
 	}
+	defer f.finish(op)
 	file, err := open()
 	if err != nil {
 		return nil, err
@@ -192,44 +218,56 @@ func (f *injectFS) OpenReadWrite(name string, m vfs.SyncMethod) (vfs.File, error
 }
 
 func (f *injectFS) Rename(oldname, newname string) error {
-	if err := f.check(OpRename, oldname, 0, 0, 0); err != nil {
+	op, err := f.check(OpRename, oldname, 0, 0, 0)
+	if err != nil {
 		return err
 	}
+	defer f.finish(op)
 	return f.fs.Rename(oldname, newname)
 }
 
 func (f *injectFS) Remove(name string) error {
-	if err := f.check(OpRemove, name, 0, 0, 0); err != nil {
+	op, err := f.check(OpRemove, name, 0, 0, 0)
+	if err != nil {
 		return err
 	}
+	defer f.finish(op)
 	return f.fs.Remove(name)
 }
 
 func (f *injectFS) List(dir string) ([]string, error) {
-	if err := f.check(OpList, dir, 0, 0, 0); err != nil {
+	op, err := f.check(OpList, dir, 0, 0, 0)
+	if err != nil {
 		return nil, err
 	}
+	defer f.finish(op)
 	return f.fs.List(dir)
 }
 
 func (f *injectFS) MkdirAll(dir string, perm fs.FileMode) error {
-	if err := f.check(OpMkdirAll, dir, 0, 0, 0); err != nil {
+	op, err := f.check(OpMkdirAll, dir, 0, 0, 0)
+	if err != nil {
 		return err
 	}
+	defer f.finish(op)
 	return f.fs.MkdirAll(dir, perm)
 }
 
 func (f *injectFS) SyncDir(dir string) error {
-	if err := f.check(OpSyncDir, dir, 0, 0, 0); err != nil {
+	op, err := f.check(OpSyncDir, dir, 0, 0, 0)
+	if err != nil {
 		return err
 	}
+	defer f.finish(op)
 	return f.fs.SyncDir(dir)
 }
 
 func (f *injectFS) Lock(name string) (io.Closer, error) {
-	if err := f.check(OpLock, name, 0, 0, 0); err != nil {
+	op, err := f.check(OpLock, name, 0, 0, 0)
+	if err != nil {
 		return nil, err
 	}
+	defer f.finish(op)
 	return f.fs.Lock(name)
 }
 
@@ -263,14 +301,16 @@ func short(err error, n int) (keep int, serr error, ok bool) {
 }
 
 func (f *injectFile) ReadAt(p []byte, off int64) (int, error) {
-	err := f.fs.check(OpRead, f.name, off, len(p), f.method)
+	op, err := f.fs.check(OpRead, f.name, off, len(p), f.method)
 	if err == nil {
+		defer f.fs.finish(op)
 		return f.f.ReadAt(p, off)
 	}
 	keep, serr, ok := short(err, len(p))
 	if !ok {
 		return 0, err
 	}
+	defer f.fs.finish(op)
 	if keep == len(p) && serr == nil {
 		return f.f.ReadAt(p, off)
 	}
@@ -285,14 +325,16 @@ func (f *injectFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (f *injectFile) WriteAt(p []byte, off int64) (int, error) {
-	err := f.fs.check(OpWrite, f.name, off, len(p), f.method)
+	op, err := f.fs.check(OpWrite, f.name, off, len(p), f.method)
 	if err == nil {
+		defer f.fs.finish(op)
 		return f.f.WriteAt(p, off)
 	}
 	keep, serr, ok := short(err, len(p))
 	if !ok {
 		return 0, err
 	}
+	defer f.fs.finish(op)
 	if keep == len(p) && serr == nil {
 		return f.f.WriteAt(p, off)
 	}
@@ -307,16 +349,20 @@ func (f *injectFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 func (f *injectFile) Sync() error {
-	if err := f.fs.check(OpSync, f.name, 0, 0, f.method); err != nil {
+	op, err := f.fs.check(OpSync, f.name, 0, 0, f.method)
+	if err != nil {
 		return err
 	}
+	defer f.fs.finish(op)
 	return f.f.Sync()
 }
 
 func (f *injectFile) Truncate(size int64) error {
-	if err := f.fs.check(OpTruncate, f.name, size, 0, f.method); err != nil {
+	op, err := f.fs.check(OpTruncate, f.name, size, 0, f.method)
+	if err != nil {
 		return err
 	}
+	defer f.fs.finish(op)
 	return f.f.Truncate(size)
 }
 
@@ -324,22 +370,27 @@ func (f *injectFile) Truncate(size int64) error {
 // e.g. with ENOSPC. Where the wrapped file cannot allocate, it returns the
 // wrapped file's error matching errors.ErrUnsupported, as [vfs.Allocate] does.
 func (f *injectFile) Allocate(size int64) error {
-	if err := f.fs.check(OpAllocate, f.name, size, 0, f.method); err != nil {
+	op, err := f.fs.check(OpAllocate, f.name, size, 0, f.method)
+	if err != nil {
 		return err
 	}
+	defer f.fs.finish(op)
 	return vfs.Allocate(f.f, size)
 }
 
 func (f *injectFile) Size() (int64, error) {
-	if err := f.fs.check(OpSize, f.name, 0, 0, f.method); err != nil {
+	op, err := f.fs.check(OpSize, f.name, 0, 0, f.method)
+	if err != nil {
 		return 0, err
 	}
+	defer f.fs.finish(op)
 	return f.f.Size()
 }
 
 func (f *injectFile) Close() error {
-	err := f.fs.check(OpClose, f.name, 0, 0, f.method)
+	op, err := f.fs.check(OpClose, f.name, 0, 0, f.method)
 	if cerr := f.f.Close(); err == nil {
+		f.fs.finish(op)
 		err = cerr
 	}
 	return err

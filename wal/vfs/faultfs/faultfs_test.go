@@ -3,6 +3,7 @@ package faultfs_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"path/filepath"
@@ -58,6 +59,50 @@ func TestInjectReportsOps(t *testing.T) {
 		{Kind: faultfs.OpSyncDir, Path: dir, Index: 8},
 	}
 	assert.Equal(t, want, rec.ops)
+}
+
+// observer answers MaybeError from answer and records, in order, the index
+// of each operation it was asked about ("?N") and of each it heard had
+// finished ("N").
+type observer struct {
+	answer func(faultfs.Op) error
+	events []string
+}
+
+func (o *observer) MaybeError(op faultfs.Op) error {
+	o.events = append(o.events, fmt.Sprintf("?%d", op.Index))
+	return o.answer(op)
+}
+
+func (o *observer) Finished(op faultfs.Op) { o.events = append(o.events, fmt.Sprint(op.Index)) }
+
+// TestObserverHearsEveryOperationThatRan: Finished follows each operation
+// let run, a short write included, once it has returned; a failed one,
+// and a Close that MaybeError refused, get none.
+func TestObserverHearsEveryOperationThatRan(t *testing.T) {
+	m := newMem(t)
+	o := &observer{answer: func(op faultfs.Op) error {
+		switch op.Index {
+		case 3:
+			return &faultfs.ShortOp{Keep: 1}
+		case 4, 6:
+			return faultfs.ErrInjected
+		}
+		return nil
+	}}
+	fsys := faultfs.Inject(m, o)
+	f, err := fsys.Create(dir+"/a", vfs.Fdatasync) // 1
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte("ab"), 0) // 2
+	require.NoError(t, err)
+	n, err := f.WriteAt([]byte("cd"), 2) // 3: short
+	require.ErrorIs(t, err, io.ErrShortWrite)
+	require.Equal(t, 1, n)
+	require.ErrorIs(t, f.Sync(), faultfs.ErrInjected) // 4: refused
+	_, err = f.ReadAt(make([]byte, 3), 0)             // 5
+	require.NoError(t, err)
+	require.ErrorIs(t, f.Close(), faultfs.ErrInjected) // 6: refused, the file closed anyway
+	assert.Equal(t, []string{"?1", "1", "?2", "2", "?3", "3", "?4", "?5", "5", "?6"}, o.events)
 }
 
 func TestOpKindString(t *testing.T) {
