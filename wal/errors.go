@@ -77,8 +77,9 @@ var (
 	// opened with OpenReadOnly. Nothing was appended or changed.
 	ErrReadOnly = errors.New("wal: log opened read-only")
 	// ErrInvalidArgument is matched by the error of a call whose arguments
-	// cannot be used (AppendBatchLSNs with fewer LSN slots than records);
-	// nothing was appended or changed.
+	// cannot be used (AppendBatchLSNs with fewer LSN slots than records,
+	// TruncateFrom at an LSN inside a record); nothing was appended or
+	// changed.
 	ErrInvalidArgument = errors.New("wal: invalid argument")
 )
 

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"math"
 	"path/filepath"
+	"sort"
 
 	"github.com/durawal/durawal/groupcommit"
 	"github.com/durawal/durawal/wal/internal/format"
@@ -44,7 +45,9 @@ const truncateName = format.TruncateName
 // committed: dropping them is the caller's decision.
 //
 // Errors: ErrNotFound if lsn is below FirstLSN or beyond the appended LSN,
-// a *CorruptionError if no record starts at lsn, ErrClosed, ErrPoisoned,
+// ErrInvalidArgument if lsn falls inside a record (then TruncateFrom has
+// read the frames of lsn's segment up to it to tell so), a
+// *CorruptionError if the frame at lsn is damaged, ErrClosed, ErrPoisoned,
 // ErrReadOnly (OpenReadOnly),
 // or the filesystem's error. A failure once the cut was being recorded
 // poisons the log (ErrPoisoned): reopen it, and Open either finds the old
@@ -108,6 +111,12 @@ func (l *Log) TruncateFrom(lsn LSN) error {
 		return nil
 	}
 	if _, err := l.readFile(lsn, nil); err != nil { // lsn must start a record
+		var ce *CorruptionError
+		if errors.As(err, &ce) {
+			if start, ok := l.recordAround(lsn); ok {
+				return fmt.Errorf("%w: cannot truncate at LSN %d: it is inside the record at LSN %d, not the start of a record", ErrInvalidArgument, lsn, start)
+			}
+		}
 		return fmt.Errorf("wal: truncating at LSN %d: %w", lsn, err)
 	}
 
@@ -121,6 +130,35 @@ func (l *Log) TruncateFrom(lsn LSN) error {
 		return fmt.Errorf("%w: truncating at LSN %d: %w", ErrPoisoned, lsn, err)
 	}
 	return nil
+}
+
+// recordAround reports the LSN of the record whose frame holds lsn, found
+// by reading the frames of lsn's segment from its first, and false if those
+// frames do not all verify up to lsn (then the error at lsn is damage, not
+// a caller's LSN inside a record). TruncateFrom calls it only on its error
+// path: it reads every frame of the segment before lsn.
+func (l *Log) recordAround(lsn LSN) (LSN, bool) {
+	l.segs.Lock()
+	i := sort.Search(len(l.segs.firsts), func(i int) bool { return l.segs.firsts[i] > lsn }) - 1
+	if i < 0 {
+		l.segs.Unlock()
+		return 0, false
+	}
+	at := l.segs.firsts[i]
+	l.segs.Unlock()
+	var buf []byte
+	for at < lsn {
+		rec, err := l.readFile(at, buf)
+		if err != nil {
+			return 0, false
+		}
+		next := at + LSN(frameSize(len(rec)))
+		if next > lsn {
+			return at, true
+		}
+		at, buf = next, rec
+	}
+	return 0, false
 }
 
 // cutLocked carries out TruncateFrom's steps at lsn, a record's LSN, with

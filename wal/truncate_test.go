@@ -136,8 +136,10 @@ func nilIfEmpty[T any](s []T) []T {
 }
 
 // TestTruncateFromErrors: a cut below FirstLSN or beyond the end is
-// ErrNotFound, one inside a record ErrCorrupt, and neither changes the log;
-// after Close, ErrClosed.
+// ErrNotFound, one inside a record ErrInvalidArgument naming the record,
+// and neither changes the log; after Close, ErrClosed. A cut at a record
+// whose frame is damaged stays a *CorruptionError
+// (TestTruncateFromDamagedFrame).
 func TestTruncateFromErrors(t *testing.T) {
 	l := openLog(t, vfs.NewMem(), wal.Options{SegmentSize: 8 << 10})
 	h := &history{}
@@ -152,12 +154,53 @@ func TestTruncateFromErrors(t *testing.T) {
 	end := l.AppendedLSN()
 	require.ErrorIs(t, l.TruncateFrom(first-8), wal.ErrNotFound)
 	require.ErrorIs(t, l.TruncateFrom(end+8), wal.ErrNotFound)
-	require.ErrorIs(t, l.TruncateFrom(h.lsns[40]+8), wal.ErrCorrupt)
+	err = l.TruncateFrom(h.lsns[40] + 8)
+	require.ErrorIs(t, err, wal.ErrInvalidArgument)
+	require.NotErrorIs(t, err, wal.ErrCorrupt, "a caller's LSN inside a record is not damage")
+	require.ErrorContains(t, err, fmt.Sprintf("inside the record at LSN %d", h.lsns[40]))
 	require.Equal(t, end, l.AppendedLSN())
 	_, err = l.Append(record(1, 60, 10))
 	require.NoError(t, err, "the log is not poisoned")
 	require.NoError(t, l.Close())
 	require.ErrorIs(t, l.TruncateFrom(first), wal.ErrClosed)
+}
+
+// TestTruncateFromDamagedFrame: a cut at a record whose frame is damaged,
+// or inside a record past that damage, is a *CorruptionError, not
+// ErrInvalidArgument: TruncateFrom tells a caller's mistake from damage only
+// when the frames before the LSN verify. A cut inside a record before the
+// damage is still the caller's mistake. The log is not changed.
+func TestTruncateFromDamagedFrame(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := wal.Options{SegmentSize: 8 << 10}
+	l := openLog(t, mem, opts)
+	h := &history{}
+	for i := 0; l.Stats().Rolls < 2; i++ {
+		rec := record(1, i, 300)
+		lsn, err := l.Append(rec)
+		require.NoError(t, err)
+		h.add(lsn, rec)
+	}
+	require.NoError(t, l.Close())
+	segs := segments(t, mem)
+	const k = 5 // the damaged record, in the first segment (Open reads only the last)
+	require.Less(t, h.lsns[k+2], segFirst(t, segs[1]))
+	b := fileBytes(t, mem, segs[0])
+	b[segHeader+int(h.lsns[k]-segFirst(t, segs[0]))+frameHeader] ^= 0xff
+	setFile(t, mem, segs[0], b)
+
+	l = openLog(t, mem, opts)
+	defer l.Close()
+	end := l.AppendedLSN()
+	var ce *wal.CorruptionError
+	err := l.TruncateFrom(h.lsns[k])
+	require.ErrorAs(t, err, &ce)
+	require.NotErrorIs(t, err, wal.ErrInvalidArgument)
+	err = l.TruncateFrom(h.lsns[k+2] + 8)
+	require.ErrorAs(t, err, &ce, "past the damage the frames cannot tell where records start")
+	require.NotErrorIs(t, err, wal.ErrInvalidArgument)
+	require.ErrorIs(t, l.TruncateFrom(h.lsns[k-2]+8), wal.ErrInvalidArgument)
+	require.Equal(t, end, l.AppendedLSN())
 }
 
 // TestTruncateFromConcurrentAppends: appenders and readers run while the
