@@ -162,6 +162,13 @@ func (l *Log) recover() error {
 		return &CorruptionError{Segment: firstLSNName, Offset: 0,
 			Reason: fmt.Sprintf("missing: %s records the start of a log, but no segment of it is left", firstLSNName)}
 	}
+	if len(firsts) == 0 && l.app.epoch.Known {
+		// The epoch record too is written only once the first segment and
+		// first-lsn are durable: a log was here, and its files are gone.
+		return &CorruptionError{Segment: epochName, Offset: 0,
+			Reason: fmt.Sprintf("missing: %s records epoch %d of a log (begun at LSN %d), but no segment of it and no %s is left",
+				epochName, l.app.epoch.N, l.app.epoch.Start, firstLSNName)}
+	}
 	if len(firsts) == 0 && l.readOnly {
 		return fmt.Errorf("wal: open read-only: no log in %s (no segment file): %w", l.dir, fs.ErrNotExist)
 	}

@@ -930,6 +930,34 @@ func TestAllSegmentsMissingIsCorrupt(t *testing.T) {
 	})
 }
 
+// TestOnlyEpochLeftIsCorrupt: a directory whose segments and first-lsn
+// were deleted by hand, the epoch record left, held a log: Open and
+// OpenReadOnly refuse it with ErrCorrupt naming the epoch record, instead
+// of starting a new log at LSN 0 below LSNs already handed out. Nothing but
+// the lock file is created.
+func TestOnlyEpochLeftIsCorrupt(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := wal.Options{FS: mem, SegmentSize: 4 << 10}
+	l := openLog(t, mem, opts)
+	appendN(t, l, 0, 30, 300)
+	require.NoError(t, l.Close())
+	names, err := mem.List(logDir)
+	require.NoError(t, err)
+	for _, name := range names {
+		if name != "epoch" {
+			require.NoError(t, mem.Remove(filepath.Join(logDir, name)))
+		}
+	}
+	_, err = wal.Open(logDir, opts)
+	require.ErrorIs(t, err, wal.ErrCorrupt)
+	require.ErrorContains(t, err, "epoch")
+	_, err = wal.OpenReadOnly(logDir, opts)
+	require.ErrorIs(t, err, wal.ErrCorrupt)
+	left, err := mem.List(logDir)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"LOCK", "epoch"}, left, "a refused Open creates no segment and no first-lsn")
+}
+
 // TestMissingLastSegmentWithStrayByteAfterLink (double fault, low): a
 // link frame in the last segment present proves the log continued in a
 // segment that is missing, and Open reports it, but only if nothing but
