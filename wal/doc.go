@@ -183,7 +183,7 @@
 //
 //	offset  size  field
 //	0       8     magic "durawal\x00"
-//	8       4     version (6, or 7 for a recycled file; Open fails with ErrUnsupportedVersion for one above 7)
+//	8       4     version (6, or 7 for a recycled file; Open fails with ErrUnsupportedVersion for one above 7, ErrCorrupt if the checksum shows it a damaged 1 to 7)
 //	12      4     file size in bytes / 8, as created (a segment is never resized)
 //	16      8     first LSN
 //	24      8     use ID: random, non-zero, drawn for this use of the file

@@ -61,7 +61,11 @@ var (
 	// ErrUnsupportedVersion is returned by Open for a segment written in a
 	// format version this build does not read (a newer durawal wrote it).
 	// It is not damage: it does not match ErrCorrupt. The error names the
-	// segment, its version and the version this build reads.
+	// segment, its version and the version this build reads. A version field
+	// that a damaged byte put out of range is told apart by the header's
+	// checksum, which covers it: when the header checksums as a version this
+	// build reads, Open reports a *CorruptionError instead, and Repair can
+	// mend the log.
 	ErrUnsupportedVersion = errors.New("wal: unsupported segment format version")
 	// ErrNotFound is returned by NewReader, ReadRecord and TruncateFrom for
 	// an LSN below the first segment kept (removed by RemoveBefore) or above

@@ -112,6 +112,10 @@ var damages = []struct {
 		require.NoError(t, f.Close())
 	}},
 	{"bad header of a sealed segment", func(t *testing.T, fsys vfs.FS, segs []string) { memFlip(t, fsys, segs[2], 3) }},
+	// 6 ^ 0xff = 249: a version no build wrote, which the header's
+	// checksum shows to be a damaged 6, not a newer format.
+	{"flipped version field of a sealed segment", func(t *testing.T, fsys vfs.FS, segs []string) { memFlip(t, fsys, segs[2], 8) }},
+	{"flipped version field of the last segment", func(t *testing.T, fsys vfs.FS, segs []string) { memFlip(t, fsys, segs[len(segs)-1], 8) }},
 	{"damaged first-lsn", func(t *testing.T, fsys vfs.FS, segs []string) { memFlip(t, fsys, "first-lsn", 2) }},
 	{"damaged truncate-lsn", func(t *testing.T, fsys vfs.FS, segs []string) {
 		memWrite(t, fsys, "truncate-lsn", []byte("0123456789abcdef"))

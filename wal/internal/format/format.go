@@ -11,6 +11,7 @@
 package format
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -90,10 +91,37 @@ func EncodeHeader(h Header) []byte {
 	return b
 }
 
+// damagedVersion reports the version read whose header layout the header
+// at the start of b checksums correctly under when its version field is set
+// to it. The checksum covers the version field, so a header written by a
+// build as version k whose field was later damaged matches as k, while a
+// genuine header of another version matches as none of them but by a
+// 64-bit checksum collision. It tells a flipped bit in the field, which
+// Repair can mend, from a log a newer build wrote, which it must not touch.
+func damagedVersion(b []byte) (uint32, bool) {
+	c := bytes.Clone(b[:min(len(b), HeaderSize)])
+	for k := uint32(MinVersion); k <= MaxVersion; k++ {
+		binary.LittleEndian.PutUint32(c[8:12], k)
+		switch {
+		case k < 6:
+			if binary.LittleEndian.Uint64(c[24:32]) == xxhash.Sum64(c[:24]) {
+				return k, true
+			}
+		case len(c) >= HeaderSize:
+			if binary.LittleEndian.Uint64(c[56:64]) == xxhash.Sum64(c[:56]) {
+				return k, true
+			}
+		}
+	}
+	return 0, false
+}
+
 // DecodeHeader decodes the header at the start of b. why says what is
 // wrong if it is not a valid header of a version this package reads;
 // unsupported is then true for a header of another version (its magic
-// right).
+// right). A version outside the range read whose header checksum matches
+// once the field is set back to a version read is damage, not another
+// version (see damagedVersion).
 func DecodeHeader(b []byte) (h Header, why string, unsupported bool) {
 	if len(b) < LegacyHeaderSize {
 		return h, fmt.Sprintf("segment file is %d bytes, too short to hold a segment header (%d bytes)", len(b), LegacyHeaderSize), false
@@ -105,6 +133,9 @@ func DecodeHeader(b []byte) (h Header, why string, unsupported bool) {
 	h.Created = int64(binary.LittleEndian.Uint32(b[12:16])) * FrameAlign
 	h.First = binary.LittleEndian.Uint64(b[16:24])
 	if h.Version < MinVersion || h.Version > MaxVersion {
+		if k, ok := damagedVersion(b); ok {
+			return h, fmt.Sprintf("segment header version field reads %d, but the header's checksum matches it only as version %d: the field is damaged", h.Version, k), false
+		}
 		return h, fmt.Sprintf("segment format version %d; this build reads versions %d to %d", h.Version, MinVersion, MaxVersion), true
 	}
 	switch {

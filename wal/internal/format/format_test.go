@@ -2,8 +2,11 @@ package format
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
 	"testing"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/stretchr/testify/require"
 )
 
@@ -29,8 +32,39 @@ func TestHeaderRoundTrip(t *testing.T) {
 	b = EncodeHeader(Header{Version: Version, Created: 4096, First: 1})
 	_, why, _ = DecodeHeader(b)
 	require.Contains(t, why, "no use ID", "a version-6 header always names its use")
+	// A newer build's header: its checksum covers its own version.
 	b = EncodeHeader(Header{Version: Version, Created: 4096, First: 1, Use: 1})
 	b[8] = MaxVersion + 1
+	binary.LittleEndian.PutUint64(b[56:64], xxhash.Sum64(b[:56]))
+	_, why, unsupported := DecodeHeader(b)
+	require.True(t, unsupported, why)
+}
+
+// TestDamagedVersionField: a version field out of the range read whose
+// header checksums as a version read is damage (unsupported false, the
+// reason naming both versions), for every version read and every bit of
+// the field; one whose checksum matches no version read is another
+// version.
+func TestDamagedVersionField(t *testing.T) {
+	for v := uint32(MinVersion); v <= MaxVersion; v++ {
+		h := Header{Version: v, Created: 4096, First: 8192}
+		if v >= 6 {
+			h.Use = 0xbeef
+		}
+		for bit := range 32 {
+			b := EncodeHeader(h)
+			binary.LittleEndian.PutUint32(b[8:12], v^1<<bit)
+			if got := v ^ 1<<bit; got >= MinVersion && got <= MaxVersion {
+				continue // another version read: its own checksum fails
+			}
+			_, why, unsupported := DecodeHeader(b)
+			require.False(t, unsupported, "version %d, bit %d: %s", v, bit, why)
+			require.Contains(t, why, fmt.Sprintf("matches it only as version %d", v))
+		}
+	}
+	b := EncodeHeader(Header{Version: 2, Created: 4096, First: 8192})
+	binary.LittleEndian.PutUint32(b[8:12], 1000)
+	binary.LittleEndian.PutUint64(b[24:32], xxhash.Sum64(b[:24]))
 	_, why, unsupported := DecodeHeader(b)
 	require.True(t, unsupported, why)
 }
