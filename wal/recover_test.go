@@ -934,7 +934,8 @@ func TestAllSegmentsMissingIsCorrupt(t *testing.T) {
 // were deleted by hand, the epoch record left, held a log: Open and
 // OpenReadOnly refuse it with ErrCorrupt naming the epoch record, instead
 // of starting a new log at LSN 0 below LSNs already handed out. Nothing but
-// the lock file is created.
+// the lock file is created, and Repair reports ErrNotRepaired: nothing can
+// be kept.
 func TestOnlyEpochLeftIsCorrupt(t *testing.T) {
 	mem := vfs.NewMem()
 	opts := wal.Options{FS: mem, SegmentSize: 4 << 10}
@@ -956,6 +957,10 @@ func TestOnlyEpochLeftIsCorrupt(t *testing.T) {
 	left, err := mem.List(logDir)
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{"LOCK", "epoch"}, left, "a refused Open creates no segment and no first-lsn")
+	// Nothing can be kept: Repair says so, as its contract has it.
+	_, err = wal.Repair(logDir, opts)
+	require.ErrorIs(t, err, wal.ErrNotRepaired)
+	require.ErrorContains(t, err, "no segment of the log is left")
 }
 
 // TestMissingLastSegmentWithStrayByteAfterLink (double fault, low): a

@@ -150,6 +150,10 @@ func repair(dir string, opts Options, apply bool) (RepairReport, error) {
 		rep.Needed, rep.Damage = true, err
 	}
 	kept, err := Salvage(dir, Options{FS: fsys}, func(LSN, []byte) error { return nil })
+	if errors.Is(err, fs.ErrNotExist) {
+		// Open found a log's records (first-lsn, epoch) but no segment.
+		return rep, fmt.Errorf("%w: no segment of the log is left, so nothing can be kept (%v); start a new log in another directory: %w", ErrNotRepaired, rep.Damage, err)
+	}
 	if err != nil {
 		return rep, fmt.Errorf("wal: repair: %w", err)
 	}
