@@ -103,8 +103,8 @@ type Injector interface {
 // wait for the operations already under way before it images the
 // filesystem, so that no operation it admitted lands after the image and
 // still reports success. Finished is called from the operation's
-// goroutine and must be safe for concurrent use. [Any] and [Counted] do not
-// pass Finished on: give Inject the Observer itself.
+// goroutine and must be safe for concurrent use. [Any] and [Counted] pass
+// Finished on to the Observers they wrap.
 type Observer interface {
 	Injector
 	Finished(op Op)

@@ -105,6 +105,41 @@ func TestObserverHearsEveryOperationThatRan(t *testing.T) {
 	assert.Equal(t, []string{"?1", "1", "?2", "2", "?3", "3", "?4", "?5", "5", "?6"}, o.events)
 }
 
+// TestAnyAndCountedPassFinishedOn: an Observer inside Any hears Finished
+// for every operation it let run: after the operation for one that ran
+// (a short write another injector asked for included), at once for one
+// another injector failed, never for one it failed itself. Counted passes
+// Finished on too.
+func TestAnyAndCountedPassFinishedOn(t *testing.T) {
+	o := &observer{answer: func(op faultfs.Op) error {
+		if op.Index == 5 {
+			return faultfs.ErrInjected
+		}
+		return nil
+	}}
+	other := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		switch op.Index {
+		case 3:
+			return &faultfs.ShortOp{Keep: 1}
+		case 4:
+			return syscall.EIO
+		}
+		return nil
+	})
+	fsys := faultfs.Inject(newMem(t), faultfs.Counted(faultfs.Any(o, other)))
+	f, err := fsys.Create(dir+"/a", vfs.Fdatasync) // 1
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte("ab"), 0) // 2
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte("cd"), 2) // 3: short, by the other injector
+	require.ErrorIs(t, err, io.ErrShortWrite)
+	require.ErrorIs(t, f.Sync(), syscall.EIO)                  // 4: failed by the other injector
+	require.ErrorIs(t, fsys.SyncDir(dir), faultfs.ErrInjected) // 5: failed by o itself
+	_, err = f.ReadAt(make([]byte, 3), 0)                      // 6
+	require.NoError(t, err)
+	assert.Equal(t, []string{"?1", "1", "?2", "2", "?3", "3", "?4", "4", "?5", "?6", "6"}, o.events)
+}
+
 func TestOpKindString(t *testing.T) {
 	assert.Equal(t, "write", faultfs.OpWrite.String())
 	assert.Equal(t, "openreadwrite", faultfs.OpOpenReadWrite.String())

@@ -55,17 +55,67 @@ func Nth(k OpKind, n int, err error) Injector {
 
 // Any asks every injector about every operation, in order, and returns the
 // first non-nil answer. Asking all of them keeps counting injectors (Nth,
-// [Counter], [NoSpaceAfter]) accurate even when an earlier one fires.
+// [Counter], [NoSpaceAfter]) accurate even when an earlier one fires. The
+// returned Injector is an [Observer]: each [Observer] among injs that let an
+// operation run hears Finished when it has returned, or at once when
+// another of injs failed it, so that it never waits for an operation that
+// will not run. It tells operations apart by Op.Index: use a new one per
+// injected FS.
 func Any(injs ...Injector) Injector {
-	return InjectorFunc(func(op Op) error {
-		var first error
-		for _, inj := range injs {
-			if err := inj.MaybeError(op); err != nil && first == nil {
-				first = err
-			}
+	return &anyInjector{injs: injs, running: map[int64][]Observer{}}
+}
+
+type anyInjector struct {
+	injs    []Injector
+	mu      sync.Mutex
+	running map[int64][]Observer // by Op.Index: the observers that let it run
+}
+
+func (a *anyInjector) MaybeError(op Op) error {
+	var first error
+	var let []Observer
+	for _, inj := range a.injs {
+		err := inj.MaybeError(op)
+		if err != nil && first == nil {
+			first = err
+		}
+		if o, ok := inj.(Observer); ok && runs(op, err) {
+			let = append(let, o)
+		}
+	}
+	if !runs(op, first) {
+		for _, o := range let {
+			o.Finished(op) // admitted, but another injector failed it
 		}
 		return first
-	})
+	}
+	if len(let) > 0 {
+		a.mu.Lock()
+		a.running[op.Index] = let
+		a.mu.Unlock()
+	}
+	return first
+}
+
+// Finished passes op on to the observers that let it run.
+func (a *anyInjector) Finished(op Op) {
+	a.mu.Lock()
+	let := a.running[op.Index]
+	delete(a.running, op.Index)
+	a.mu.Unlock()
+	for _, o := range let {
+		o.Finished(op)
+	}
+}
+
+// runs reports whether Inject runs op when an injector answers err: nil, or
+// a *ShortOp on a read or write.
+func runs(op Op, err error) bool {
+	if err == nil {
+		return true
+	}
+	_, short := err.(*ShortOp)
+	return short && (op.Kind == OpRead || op.Kind == OpWrite)
 }
 
 // Counter is an [Injector] that fails nothing and counts the operations it
@@ -118,6 +168,13 @@ func (c *CountedInjector) MaybeError(op Op) error {
 		c.fired.Add(1)
 	}
 	return err
+}
+
+// Finished passes op on to the wrapped injector if it is an [Observer].
+func (c *CountedInjector) Finished(op Op) {
+	if o, ok := c.inj.(Observer); ok {
+		o.Finished(op)
+	}
 }
 
 // Fired returns how many non-nil errors the wrapped injector returned.
