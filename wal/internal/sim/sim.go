@@ -391,7 +391,7 @@ func (in *injector) MaybeError(op faultfs.Op) error {
 var admitDelay time.Duration
 
 // Finished counts an operation MaybeError let run as returned
-// (faultfs.Observer).
+// (faultfs.Tracker).
 func (in *injector) Finished(faultfs.Op) {
 	in.mu.Lock()
 	if in.admitted--; in.admitted == 0 {

@@ -95,7 +95,7 @@ type Injector interface {
 	MaybeError(op Op) error
 }
 
-// Observer is an [Injector] that is also told when each operation it let
+// Tracker is an [Injector] that is also told when each operation it let
 // run has returned: Finished(op) is called once for every op whose
 // MaybeError answer was nil, or a *ShortOp that ran a read or write on part
 // of its buffer, after the wrapped FS or file returned (for Close, only
@@ -104,8 +104,8 @@ type Injector interface {
 // filesystem, so that no operation it admitted lands after the image and
 // still reports success. Finished is called from the operation's
 // goroutine and must be safe for concurrent use. [Any] and [Counted] pass
-// Finished on to the Observers they wrap.
-type Observer interface {
+// Finished on to the Trackers they wrap.
+type Tracker interface {
 	Injector
 	Finished(op Op)
 }
@@ -176,10 +176,10 @@ func (f *injectFS) check(kind OpKind, path string, off int64, n int, m vfs.SyncM
 	return op, wrapOp(kind, path, err)
 }
 
-// finish tells an [Observer] that op, which its MaybeError let run, has
+// finish tells a [Tracker] that op, which its MaybeError let run, has
 // returned.
 func (f *injectFS) finish(op Op) {
-	if o, ok := f.inj.(Observer); ok {
+	if o, ok := f.inj.(Tracker); ok {
 		o.Finished(op)
 	}
 }

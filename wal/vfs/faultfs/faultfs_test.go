@@ -76,10 +76,10 @@ func (o *observer) MaybeError(op faultfs.Op) error {
 
 func (o *observer) Finished(op faultfs.Op) { o.events = append(o.events, fmt.Sprint(op.Index)) }
 
-// TestObserverHearsEveryOperationThatRan: Finished follows each operation
+// TestTrackerHearsEveryOperationThatRan: Finished follows each operation
 // let run, a short write included, once it has returned; a failed one,
 // and a Close that MaybeError refused, get none.
-func TestObserverHearsEveryOperationThatRan(t *testing.T) {
+func TestTrackerHearsEveryOperationThatRan(t *testing.T) {
 	m := newMem(t)
 	o := &observer{answer: func(op faultfs.Op) error {
 		switch op.Index {
@@ -105,7 +105,7 @@ func TestObserverHearsEveryOperationThatRan(t *testing.T) {
 	assert.Equal(t, []string{"?1", "1", "?2", "2", "?3", "3", "?4", "?5", "5", "?6"}, o.events)
 }
 
-// TestAnyAndCountedPassFinishedOn: an Observer inside Any hears Finished
+// TestAnyAndCountedPassFinishedOn: a Tracker inside Any hears Finished
 // for every operation it let run: after the operation for one that ran
 // (a short write another injector asked for included), at once for one
 // another injector failed, never for one it failed itself. Counted passes

@@ -56,30 +56,30 @@ func Nth(k OpKind, n int, err error) Injector {
 // Any asks every injector about every operation, in order, and returns the
 // first non-nil answer. Asking all of them keeps counting injectors (Nth,
 // [Counter], [NoSpaceAfter]) accurate even when an earlier one fires. The
-// returned Injector is an [Observer]: each [Observer] among injs that let an
+// returned Injector is a [Tracker]: each [Tracker] among injs that let an
 // operation run hears Finished when it has returned, or at once when
 // another of injs failed it, so that it never waits for an operation that
 // will not run. It tells operations apart by Op.Index: use a new one per
 // injected FS.
 func Any(injs ...Injector) Injector {
-	return &anyInjector{injs: injs, running: map[int64][]Observer{}}
+	return &anyInjector{injs: injs, running: map[int64][]Tracker{}}
 }
 
 type anyInjector struct {
 	injs    []Injector
 	mu      sync.Mutex
-	running map[int64][]Observer // by Op.Index: the observers that let it run
+	running map[int64][]Tracker // by Op.Index: the trackers that let it run
 }
 
 func (a *anyInjector) MaybeError(op Op) error {
 	var first error
-	var let []Observer
+	var let []Tracker
 	for _, inj := range a.injs {
 		err := inj.MaybeError(op)
 		if err != nil && first == nil {
 			first = err
 		}
-		if o, ok := inj.(Observer); ok && runs(op, err) {
+		if o, ok := inj.(Tracker); ok && runs(op, err) {
 			let = append(let, o)
 		}
 	}
@@ -97,7 +97,7 @@ func (a *anyInjector) MaybeError(op Op) error {
 	return first
 }
 
-// Finished passes op on to the observers that let it run.
+// Finished passes op on to the trackers that let it run.
 func (a *anyInjector) Finished(op Op) {
 	a.mu.Lock()
 	let := a.running[op.Index]
@@ -170,9 +170,9 @@ func (c *CountedInjector) MaybeError(op Op) error {
 	return err
 }
 
-// Finished passes op on to the wrapped injector if it is an [Observer].
+// Finished passes op on to the wrapped injector if it is a [Tracker].
 func (c *CountedInjector) Finished(op Op) {
-	if o, ok := c.inj.(Observer); ok {
+	if o, ok := c.inj.(Tracker); ok {
 		o.Finished(op)
 	}
 }
