@@ -3,7 +3,6 @@ package sim
 import (
 	"flag"
 	"fmt"
-	"github.com/durawal/durawal/internal/longtest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/durawal/durawal/internal/longtest"
 
 	"github.com/stretchr/testify/require"
 )
@@ -58,7 +59,10 @@ func report(t *testing.T, label string, sch *Schedule, res *Result) {
 }
 
 // TestSim explores random schedules for -sim.duration (3 s by default, a
-// minute with DURAWAL_LONG=1), or replays one with -sim.seed=N.
+// minute with DURAWAL_LONG=1), or replays one with -sim.seed=N. The first
+// seed is -sim.start, else $DURAWAL_SIM_START (CI derives it from the
+// commit: a commit's run explores the same seeds wherever it runs, and each
+// commit new ones), else the clock's.
 func TestSim(t *testing.T) {
 	if *flagSeed >= 0 {
 		sch := Generate(NewSeedSource(uint64(*flagSeed)))
@@ -77,6 +81,12 @@ func TestSim(t *testing.T) {
 		d = longtest.Pick(time.Minute, 3*time.Second)
 	}
 	start := *flagStart
+	if v := os.Getenv("DURAWAL_SIM_START"); start < 0 && v != "" {
+		var err error
+		if start, err = strconv.ParseInt(v, 10, 64); err != nil || start < 0 {
+			t.Fatalf("DURAWAL_SIM_START=%q: want a seed, a non-negative integer", v)
+		}
+	}
 	if start < 0 {
 		start = time.Now().UnixNano() % 1_000_000_000
 	}
