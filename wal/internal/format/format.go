@@ -101,19 +101,25 @@ func EncodeHeader(h Header) []byte {
 func damagedVersion(b []byte) (uint32, bool) {
 	c := bytes.Clone(b[:min(len(b), HeaderSize)])
 	for k := uint32(MinVersion); k <= MaxVersion; k++ {
+		if int64(len(c)) < HeaderSizeOf(k) {
+			continue
+		}
 		binary.LittleEndian.PutUint32(c[8:12], k)
-		switch {
-		case k < 6:
-			if binary.LittleEndian.Uint64(c[24:32]) == xxhash.Sum64(c[:24]) {
-				return k, true
-			}
-		case len(c) >= HeaderSize:
-			if binary.LittleEndian.Uint64(c[56:64]) == xxhash.Sum64(c[:56]) {
-				return k, true
-			}
+		if headerSumOK(c, k) {
+			return k, true
 		}
 	}
 	return 0, false
+}
+
+// headerSumOK reports whether the header at the start of b carries the
+// checksum of version v's layout: of bytes 0..23 at 24 before version 6,
+// of bytes 0..55 at 56 from it. b holds at least HeaderSizeOf(v) bytes.
+func headerSumOK(b []byte, v uint32) bool {
+	if v < 6 {
+		return binary.LittleEndian.Uint64(b[24:32]) == xxhash.Sum64(b[:24])
+	}
+	return binary.LittleEndian.Uint64(b[56:64]) == xxhash.Sum64(b[:56])
 }
 
 // DecodeHeader decodes the header at the start of b. why says what is
@@ -140,12 +146,12 @@ func DecodeHeader(b []byte) (h Header, why string, unsupported bool) {
 	}
 	switch {
 	case h.Version < 6:
-		if binary.LittleEndian.Uint64(b[24:32]) != xxhash.Sum64(b[:24]) {
+		if !headerSumOK(b, h.Version) {
 			return h, "segment header checksum mismatch", false
 		}
 	case len(b) < HeaderSize:
 		return h, fmt.Sprintf("segment file is %d bytes, too short to hold a version %d segment header (%d bytes)", len(b), h.Version, HeaderSize), false
-	case binary.LittleEndian.Uint64(b[56:64]) != xxhash.Sum64(b[:56]):
+	case !headerSumOK(b, h.Version):
 		return h, "segment header checksum mismatch", false
 	default:
 		h.Use = binary.LittleEndian.Uint64(b[24:32])
