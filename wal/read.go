@@ -107,11 +107,18 @@ func (l *Log) readBuffered(lsn LSN, dst []byte) (rec []byte, done bool, err erro
 	return nil, false, nil
 }
 
+// segIndexLocked returns the index in l.segs.firsts of the segment whose
+// LSNs hold lsn (the last starting at or before it), or -1 if lsn is below
+// the first. The caller holds l.segs.
+func (l *Log) segIndexLocked(lsn LSN) int {
+	return sort.Search(len(l.segs.firsts), func(i int) bool { return l.segs.firsts[i] > lsn }) - 1
+}
+
 // readFile reads the frame at lsn, below the written LSN, from its segment.
 // l.reads is read-locked.
 func (l *Log) readFile(lsn LSN, dst []byte) ([]byte, error) {
 	l.segs.Lock()
-	i := sort.Search(len(l.segs.firsts), func(i int) bool { return l.segs.firsts[i] > lsn }) - 1
+	i := l.segIndexLocked(lsn)
 	if i < 0 {
 		first := l.segs.firsts[0]
 		l.segs.Unlock()

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"math"
 	"path/filepath"
-	"sort"
 
 	"github.com/durawal/durawal/groupcommit"
 	"github.com/durawal/durawal/wal/internal/format"
@@ -139,7 +138,7 @@ func (l *Log) TruncateFrom(lsn LSN) error {
 // path: it reads every frame of the segment before lsn.
 func (l *Log) recordAround(lsn LSN) (LSN, bool) {
 	l.segs.Lock()
-	i := sort.Search(len(l.segs.firsts), func(i int) bool { return l.segs.firsts[i] > lsn }) - 1
+	i := l.segIndexLocked(lsn)
 	if i < 0 {
 		l.segs.Unlock()
 		return 0, false
@@ -165,10 +164,7 @@ func (l *Log) recordAround(lsn LSN) (LSN, bool) {
 // every lock held and everything appended durable: first on the disk
 // (cutFiles), then in the Log (adoptCutLocked).
 func (l *Log) cutLocked(lsn LSN) error {
-	k := len(l.segs.firsts) - 1
-	for l.segs.firsts[k] > lsn {
-		k--
-	}
+	k := l.segIndexLocked(lsn) // ≥ 0: TruncateFrom checked lsn ≥ FirstLSN
 	s, rf, err := l.cutFiles(lsn, k)
 	if err != nil {
 		return err
