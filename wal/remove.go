@@ -22,8 +22,9 @@ import (
 // returns the first LSN still kept. Readers positioned in a removed segment
 // fail with fs.ErrNotExist. Concurrent calls are serialized. Errors:
 // ErrClosed, ErrReadOnly (OpenReadOnly), ErrPoisoned (a failed write or
-// sync: reopen the log first), or the filesystem's (the segments not yet removed are then
-// removed by the next Open).
+// sync, this call's recording of the new start included: reopen the log,
+// whose Open finds either start), or the filesystem's (the segments not yet
+// removed are then removed by the next Open).
 func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 	if l.readOnly {
 		return 0, ErrReadOnly
@@ -51,7 +52,12 @@ func (l *Log) RemoveBefore(lsn LSN) (LSN, error) {
 			return l.FirstLSN(), err
 		}
 		if err := l.writeFirstLSN(first); err != nil {
-			return doomed[0], fmt.Errorf("wal: recording the new first LSN %d: %w", first, err)
+			// The new start may have reached the disk or not: the log can
+			// no longer say where it starts, and a TruncateFrom below first
+			// would leave a first-lsn past the log's end. Reopen decides.
+			err = fmt.Errorf("wal: recording the new first LSN %d: %w", first, err)
+			l.poison(err)
+			return doomed[0], fmt.Errorf("%w: %w", ErrPoisoned, err)
 		}
 		l.reads.Lock() // no ReadRecord is reading through a handle closed here
 		l.segs.Lock()

@@ -257,3 +257,44 @@ func TestShortWriteOfFirstLSNLeavesUnopenableLog(t *testing.T) {
 	require.NotEmpty(t, got)
 	require.NoError(t, l.Close())
 }
+
+// TestRemoveBeforeFailedFirstLSNPoisons (found by the simulator, seed
+// 83022325): RemoveBefore renamed the new first-lsn into place and the
+// directory sync after it failed. It returned the error and the log went
+// on with its old start, so a TruncateFrom below the recorded start left a
+// first-lsn past the log's end: Open and OpenReadOnly refused the log. A
+// failure to record the new start now poisons the log (the start on the
+// disk is unknown), a cut is refused, and the reopened log holds every
+// record up to the end, from whichever start reached the disk.
+func TestRemoveBeforeFailedFirstLSNPoisons(t *testing.T) {
+	mem := vfs.NewMem()
+	var armed atomic.Bool
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if armed.Load() && op.Kind == faultfs.OpSyncDir {
+			armed.Store(false)
+			return syscall.EIO
+		}
+		return nil
+	})
+	opts := wal.Options{SegmentSize: 4 << 10, FS: faultfs.Inject(mem, inj)}
+	l := openLog(t, opts.FS, opts)
+	lsns := appendN(t, l, 0, 60, 300)
+	require.NoError(t, l.Sync())
+	armed.Store(true)
+	_, err := l.RemoveBefore(lsns[50])
+	require.ErrorIs(t, err, wal.ErrPoisoned)
+	require.ErrorIs(t, err, syscall.EIO)
+	require.ErrorIs(t, l.TruncateFrom(lsns[20]), wal.ErrPoisoned, "no cut below a start that may be recorded")
+	l.Close()
+
+	for _, img := range []*vfs.MemFS{mem.ProcessCrash(), mem.PowerLoss(vfs.DropAll()), mem.PowerLoss(vfs.KeepAll())} {
+		opts.FS = img
+		l, err := wal.Open(logDir, opts)
+		require.NoError(t, err)
+		got, _ := readAll(t, l, l.FirstLSN())
+		require.NotEmpty(t, got)
+		require.Equal(t, lsns[59], got[len(got)-1], "every record to the end is kept")
+		require.LessOrEqual(t, l.FirstLSN(), lsns[50])
+		require.NoError(t, l.Close())
+	}
+}
