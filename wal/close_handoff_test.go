@@ -156,3 +156,64 @@ func TestCloseWaitsForAUserLedFlush(t *testing.T) {
 	closeWhileWriteHeld(t, l, &held, release, "the rolling append's write", appended)
 	require.False(t, closedUnderWrite.Load(), "Close closed the new segment's file while a write to it was in flight")
 }
+
+// TestWriteEndingAfterPoisonIsNotAcknowledged: a commit whose write ends
+// after the log was poisoned (here: a roll's seal failing its sync in the
+// background while the rolling append's write is held) gets ErrPoisoned
+// and ErrDurabilityUnknown, whatever its policy: nothing will sync its
+// record now. The seal is held after it poisoned the log and before it
+// fails the group-commit queue, so the outcome cannot come from the queue
+// having heard of the failure first (the order CI once met, which let
+// TestCloseWaitsForAUserLedFlush's append return nil).
+func TestWriteEndingAfterPoisonIsNotAcknowledged(t *testing.T) {
+	mem := vfs.NewMem()
+	var first atomic.Value // the path the first segment's file was opened with
+	first.Store("")
+	var armed, failSync atomic.Bool
+	var held atomic.Int64 // 1 while the append's write is held
+	releaseWrite, releaseSeal := make(chan struct{}), make(chan struct{})
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if !armed.Load() {
+			if op.Kind == faultfs.OpWrite && strings.Contains(op.Path, ".wal") {
+				first.CompareAndSwap("", op.Path)
+			}
+			return nil
+		}
+		second := strings.Contains(op.Path, ".wal") && op.Path != first.Load().(string)
+		switch {
+		case op.Kind == faultfs.OpSync && second && failSync.Load():
+			return faultfs.ErrInjected
+		case op.Kind == faultfs.OpWrite && second && op.Offset < 32:
+			failSync.Store(true)
+		case op.Kind == faultfs.OpWrite && second && held.CompareAndSwap(0, 1):
+			<-releaseWrite // the rolling append's frame, in the new segment
+		case op.Kind == faultfs.OpClose && op.Path == first.Load().(string):
+			<-releaseSeal // the seal closes the finished segment after it poisoned the log
+		}
+		return nil
+	})
+	l := openLog(t, faultfs.Inject(mem, inj), wal.Options{SegmentSize: 16 << 10, Policy: policy.SyncInterval(time.Hour)})
+	fillToSpare(t, l)
+	armed.Store(true)
+	appended := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			if _, err := l.Append(payload(i, 200)); err != nil || held.Load() > 0 {
+				appended <- err
+				return
+			}
+		}
+	}()
+	require.Eventually(t, func() bool { return held.Load() == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return l.Stats().Poisoned }, 5*time.Second, time.Millisecond)
+	close(releaseWrite)
+	select {
+	case err := <-appended:
+		require.ErrorIs(t, err, wal.ErrPoisoned)
+		require.ErrorIs(t, err, wal.ErrDurabilityUnknown)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the append hangs once its write was let go")
+	}
+	close(releaseSeal)
+	require.ErrorIs(t, l.Close(), wal.ErrPoisoned)
+}

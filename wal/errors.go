@@ -27,8 +27,9 @@ var (
 	// log fails closed and never retries a sync (docs/failure-model.md, fsync failure).
 	ErrPoisoned = errors.New("wal: log poisoned by an earlier I/O failure")
 	// ErrDurabilityUnknown is returned to the commits of the group whose write
-	// or sync failed: their records may or may not be on disk, and must not be
-	// reported as committed. Such an error also matches ErrPoisoned.
+	// or sync failed, or whose write ended after another failure poisoned the
+	// log: their records may or may not be on disk, and must not be reported
+	// as committed. Such an error also matches ErrPoisoned.
 	ErrDurabilityUnknown = errors.New("wal: durability unknown")
 	// ErrNoSpace is returned by Append when no new segment could be created
 	// for lack of space within Options.NoSpaceTimeout. The log is not

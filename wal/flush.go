@@ -42,6 +42,16 @@ func (l *Log) flush(need groupcommit.Level) (written, synced uint64, err error) 
 	}
 	b.reset(0)
 	l.leader.spareBuf = b
+	if err == nil {
+		// The log may have been poisoned while the frames were written (a
+		// roll's seal failing in the background): nothing will sync them
+		// now, so no commit of this group is acknowledged, whatever its
+		// policy, and the outcome does not hang on whether the queue
+		// heard of the failure before this flush returned.
+		if perr := l.poisoned(); perr != nil {
+			return l.written.Load() + l.qbase, l.synced.Load() + l.qbase, fmt.Errorf("%w: %w", ErrDurabilityUnknown, perr)
+		}
+	}
 	if err == nil && (need == groupcommit.Synced || decide.SyncGroup(l.pol, decide.State{GroupsSinceSync: int(l.leader.groupsSinceSync.Load()) - 1})) {
 		err = l.syncWritten()
 	}
