@@ -208,7 +208,8 @@ func TestWriteFailsWhileHandoffPending(t *testing.T) {
 				}()
 			}
 			require.Eventually(t, func() bool { return h.held.Load() >= 1 }, 5*time.Second, time.Millisecond)
-			time.Sleep(30 * time.Millisecond)
+			require.Eventually(t, func() bool { return appendsWait(l) }, 5*time.Second, time.Millisecond,
+				"appends wait for the held write")
 			e := error(faultfs.ErrInjected)
 			h.fail.Store(&e)
 			h.hold.Store(false)
@@ -255,10 +256,11 @@ func TestCloseWhileHandoffPending(t *testing.T) {
 		}()
 	}
 	require.Eventually(t, func() bool { return h.held.Load() >= 1 }, 5*time.Second, time.Millisecond)
-	time.Sleep(20 * time.Millisecond)
+	require.Eventually(t, func() bool { return appendsWait(l) }, 5*time.Second, time.Millisecond,
+		"appends wait for the held write")
 	cerr := make(chan error, 1)
 	go func() { cerr <- l.Close() }()
-	time.Sleep(20 * time.Millisecond)
+	require.Eventually(t, func() bool { return wal.Closing(l) }, 5*time.Second, time.Millisecond)
 	h.hold.Store(false)
 	close(h.release)
 	waitOrDump(t, &wg, 10*time.Second, "hang")
@@ -274,6 +276,14 @@ func TestCloseWhileHandoffPending(t *testing.T) {
 		require.Equal(t, v, in[k.(wal.LSN)], "LSN %v", k)
 		return true
 	})
+}
+
+// appendsWait reports whether an append waits behind a held write: for
+// log-buffer space (the buffered policies), or in the group-commit queue
+// behind the leader writing (the write-at-commit ones).
+func appendsWait(l *wal.Log) bool {
+	st := l.Stats()
+	return st.BufferFullWaits >= 1 || st.Group.Active >= 2
 }
 
 // requireGoroutines waits up to 2 s for the goroutine count to fall to base.

@@ -21,6 +21,14 @@ func WithUnsafeRetrySync(o Options) Options {
 // grow: the signal a test waits for instead of sleeping.
 func TailWaiting(l *Log) bool { return l.tail.waiting.Load() }
 
+// Closing reports whether Close has begun on l: the signal a test waits
+// for before it lets go of what Close must wait for.
+func Closing(l *Log) bool {
+	l.app.Lock()
+	defer l.app.Unlock()
+	return l.app.closed
+}
+
 // The format versions this build writes: for a zero-filled segment and for
 // a recycled one.
 const (

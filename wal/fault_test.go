@@ -299,8 +299,15 @@ func TestFaultNoSpaceAtSegmentCreation(t *testing.T) {
 				require.False(t, strings.HasSuffix(name, ".wal.tmp"), "a failed preparation leaves %s behind", name)
 			}
 
-			// Space is back while an Append waits: it goes through.
-			go func() { time.Sleep(30 * time.Millisecond); full.Store(false) }()
+			// Space is back while an Append waits: it goes through. Space
+			// returns once a preparation failed again, for this Append.
+			f0 := fired.Load()
+			go func() {
+				for deadline := time.Now().Add(5 * time.Second); fired.Load() == f0 && time.Now().Before(deadline); {
+					time.Sleep(100 * time.Microsecond)
+				}
+				full.Store(false)
+			}()
 			require.NoError(t, j.appendRec(l, payload(1000, 100), false).err)
 			for i := 1001; i < 1200; i++ { // several more rolls
 				require.NoError(t, j.appendRec(l, payload(i, 100), false).err)
