@@ -112,48 +112,13 @@ func closeWhileWriteHeld(t *testing.T, l *wal.Log, held *atomic.Int64, release c
 // write before it closes the segment files: the new segment's file must
 // not be closed under it.
 func TestCloseWaitsForAUserLedFlush(t *testing.T) {
-	mem := vfs.NewMem()
-	var first atomic.Value // the path the first segment's file was opened with
-	first.Store("")
-	var armed, failSync, closedUnderWrite atomic.Bool
-	var held atomic.Int64 // 1 while the write is held, 2 once released
-	release := make(chan struct{})
-	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
-		if !armed.Load() {
-			if op.Kind == faultfs.OpWrite && strings.Contains(op.Path, ".wal") {
-				first.CompareAndSwap("", op.Path) // not the spare's zero-fill, later
-			}
-			return nil
-		}
-		second := strings.Contains(op.Path, ".wal") && op.Path != first.Load().(string)
-		switch {
-		case op.Kind == faultfs.OpSync && second && failSync.Load():
-			return faultfs.ErrInjected
-		case op.Kind == faultfs.OpWrite && second && op.Offset < 32:
-			failSync.Store(true) // the roll's header write: from here on, the seal's syncs fail
-		case op.Kind == faultfs.OpWrite && second && held.CompareAndSwap(0, 1):
-			<-release // the rolling append's frame, in the new segment
-			held.Store(2)
-		case op.Kind == faultfs.OpClose && second && held.Load() == 1:
+	var closedUnderWrite atomic.Bool
+	r := startRollingAppend(t, func(op faultfs.Op, second bool, held int64) {
+		if second && held == 1 {
 			closedUnderWrite.Store(true)
 		}
-		return nil
 	})
-	l := openLog(t, faultfs.Inject(mem, inj), wal.Options{SegmentSize: 16 << 10, Policy: policy.SyncInterval(time.Hour)})
-	// The spare is ready (prepared before the injector arms): the roll
-	// needs no preparation, whose writes and sync would meet the faults.
-	fillToSpare(t, l)
-	armed.Store(true)
-	appended := make(chan error, 1)
-	go func() {
-		for i := 0; ; i++ {
-			if _, err := l.Append(payload(i, 200)); err != nil || held.Load() > 0 {
-				appended <- err
-				return
-			}
-		}
-	}()
-	closeWhileWriteHeld(t, l, &held, release, "the rolling append's write", appended)
+	closeWhileWriteHeld(t, r.l, &r.held, r.release, "the rolling append's write", r.appended)
 	require.False(t, closedUnderWrite.Load(), "Close closed the new segment's file while a write to it was in flight")
 }
 
@@ -162,58 +127,88 @@ func TestCloseWaitsForAUserLedFlush(t *testing.T) {
 // background while the rolling append's write is held) gets ErrPoisoned
 // and ErrDurabilityUnknown, whatever its policy: nothing will sync its
 // record now. The seal is held after it poisoned the log and before it
-// fails the group-commit queue, so the outcome cannot come from the queue
-// having heard of the failure first (the order CI once met, which let
-// TestCloseWaitsForAUserLedFlush's append return nil).
+// fails the group-commit queue (at its close of the finished segment), so
+// the outcome cannot come from the queue having heard of the failure
+// first (the order CI once met, which let TestCloseWaitsForAUserLedFlush's
+// append return nil).
 func TestWriteEndingAfterPoisonIsNotAcknowledged(t *testing.T) {
-	mem := vfs.NewMem()
-	var first atomic.Value // the path the first segment's file was opened with
-	first.Store("")
-	var armed, failSync atomic.Bool
-	var held atomic.Int64 // 1 while the append's write is held
-	releaseWrite, releaseSeal := make(chan struct{}), make(chan struct{})
-	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
-		if !armed.Load() {
-			if op.Kind == faultfs.OpWrite && strings.Contains(op.Path, ".wal") {
-				first.CompareAndSwap("", op.Path)
-			}
-			return nil
-		}
-		second := strings.Contains(op.Path, ".wal") && op.Path != first.Load().(string)
-		switch {
-		case op.Kind == faultfs.OpSync && second && failSync.Load():
-			return faultfs.ErrInjected
-		case op.Kind == faultfs.OpWrite && second && op.Offset < 32:
-			failSync.Store(true)
-		case op.Kind == faultfs.OpWrite && second && held.CompareAndSwap(0, 1):
-			<-releaseWrite // the rolling append's frame, in the new segment
-		case op.Kind == faultfs.OpClose && op.Path == first.Load().(string):
+	releaseSeal := make(chan struct{})
+	r := startRollingAppend(t, func(op faultfs.Op, second bool, held int64) {
+		if !second {
 			<-releaseSeal // the seal closes the finished segment after it poisoned the log
 		}
-		return nil
 	})
-	l := openLog(t, faultfs.Inject(mem, inj), wal.Options{SegmentSize: 16 << 10, Policy: policy.SyncInterval(time.Hour)})
-	fillToSpare(t, l)
-	armed.Store(true)
-	appended := make(chan error, 1)
-	go func() {
-		for i := 0; ; i++ {
-			if _, err := l.Append(payload(i, 200)); err != nil || held.Load() > 0 {
-				appended <- err
-				return
-			}
-		}
-	}()
-	require.Eventually(t, func() bool { return held.Load() == 1 }, 5*time.Second, time.Millisecond)
-	require.Eventually(t, func() bool { return l.Stats().Poisoned }, 5*time.Second, time.Millisecond)
-	close(releaseWrite)
+	require.Eventually(t, func() bool { return r.held.Load() == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return r.l.Stats().Poisoned }, 5*time.Second, time.Millisecond)
+	close(r.release)
 	select {
-	case err := <-appended:
+	case err := <-r.appended:
 		require.ErrorIs(t, err, wal.ErrPoisoned)
 		require.ErrorIs(t, err, wal.ErrDurabilityUnknown)
 	case <-time.After(5 * time.Second):
 		t.Fatal("the append hangs once its write was let go")
 	}
 	close(releaseSeal)
-	require.ErrorIs(t, l.Close(), wal.ErrPoisoned)
+	require.ErrorIs(t, r.l.Close(), wal.ErrPoisoned)
+}
+
+// rollingAppend is a log under SyncInterval whose appends run until the
+// one that rolls writes its frame into the new segment: that write is
+// held until release is closed, and from the roll's header write on,
+// every sync of the new segment fails, so the roll's seal (which syncs it
+// in the background) poisons the log.
+type rollingAppend struct {
+	l        *wal.Log
+	held     atomic.Int64 // 1 while the write is held, 2 once released
+	release  chan struct{}
+	appended chan error // the appending goroutine's last result
+}
+
+// startRollingAppend opens the log of a rollingAppend and starts its
+// appends. onClose sees every segment file's close after the faults are
+// armed: second says whether it is the new segment's (else the finished
+// one's), held is the held write's state at the close.
+func startRollingAppend(t *testing.T, onClose func(op faultfs.Op, second bool, held int64)) *rollingAppend {
+	r := &rollingAppend{release: make(chan struct{}), appended: make(chan error, 1)}
+	var first atomic.Value // the path the first segment's file was opened with
+	first.Store("")
+	var armed, failSync atomic.Bool
+	inj := faultfs.InjectorFunc(func(op faultfs.Op) error {
+		if !strings.Contains(op.Path, ".wal") {
+			return nil
+		}
+		if !armed.Load() {
+			if op.Kind == faultfs.OpWrite {
+				first.CompareAndSwap("", op.Path) // not the spare's zero-fill, later
+			}
+			return nil
+		}
+		second := op.Path != first.Load().(string)
+		switch {
+		case op.Kind == faultfs.OpSync && second && failSync.Load():
+			return faultfs.ErrInjected
+		case op.Kind == faultfs.OpWrite && second && op.Offset < 32:
+			failSync.Store(true) // the roll's header write: from here on, the seal's syncs fail
+		case op.Kind == faultfs.OpWrite && second && r.held.CompareAndSwap(0, 1):
+			<-r.release // the rolling append's frame, in the new segment
+			r.held.Store(2)
+		case op.Kind == faultfs.OpClose:
+			onClose(op, second, r.held.Load())
+		}
+		return nil
+	})
+	r.l = openLog(t, faultfs.Inject(vfs.NewMem(), inj), wal.Options{SegmentSize: 16 << 10, Policy: policy.SyncInterval(time.Hour)})
+	// The spare is ready (prepared before the injector arms): the roll
+	// needs no preparation, whose writes and sync would meet the faults.
+	fillToSpare(t, r.l)
+	armed.Store(true)
+	go func() {
+		for i := 0; ; i++ {
+			if _, err := r.l.Append(payload(i, 200)); err != nil || r.held.Load() > 0 {
+				r.appended <- err
+				return
+			}
+		}
+	}()
+	return r
 }
