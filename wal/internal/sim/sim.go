@@ -664,16 +664,16 @@ func (r *runner) open(run Run, crash EndKind, closedClean bool) (*wal.Log, *inje
 			what += fmt.Sprintf(" (attempt %d)", attempt+1)
 		}
 		// OpenReadOnly first, on the same image: Open must reach its verdict
-		var roRecs []record
-		var roErr error
+		// and read the same records; so must a full verification (every
+		// frame of every segment checked, as PlanRepair does before it
+		// calls anything damage): a crash leaves no damage.
+		var roRecs, vRecs []record
+		var roErr, vErr error
 		if !r.call("OpenReadOnly", nil, func() {
-			ro, err := wal.OpenReadOnly(r.sch.Dir, r.options(run, img))
-			if err != nil {
-				roErr = err
-				return
-			}
-			roRecs, roErr = readAll(ro)
-			ro.Close()
+			roRecs, roErr = readOnly(r.sch.Dir, r.options(run, img))
+			opts := r.options(run, img)
+			opts.VerifyOnOpen = true
+			vRecs, vErr = readOnly(r.sch.Dir, opts)
 		}) {
 			return nil, nil
 		}
@@ -758,12 +758,31 @@ func (r *runner) open(run Run, crash EndKind, closedClean bool) (*wal.Log, *inje
 			r.violate("%s: OpenReadOnly read %s, Open %s", what, describe(roRecs), describe(recs))
 			return nil, nil
 		}
+		switch {
+		case vErr != nil && errors.Is(vErr, fs.ErrNotExist) && len(recs) == 0:
+		case vErr != nil:
+			r.violate("%s: OpenReadOnly with VerifyOnOpen failed (%v) where Open succeeded", what, vErr)
+			return nil, nil
+		case !equalRecs(vRecs, recs):
+			r.violate("%s: OpenReadOnly with VerifyOnOpen read %s, Open %s", what, describe(vRecs), describe(recs))
+			return nil, nil
+		}
 		if !r.verify(what, recs, crash, true) {
 			return nil, nil
 		}
 		inj.log.Store(l)
 		return l, inj
 	}
+}
+
+// readOnly opens the log in dir with OpenReadOnly and reads every record.
+func readOnly(dir string, opts wal.Options) ([]record, error) {
+	ro, err := wal.OpenReadOnly(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer ro.Close()
+	return readAll(ro)
 }
 
 func equalRecs(a, b []record) bool {
