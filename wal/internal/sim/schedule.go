@@ -11,7 +11,9 @@
 // Run checks every recovery against an oracle: acknowledged records are
 // there at their LSN, byte-exact and in order; nothing cut, removed or
 // never appended in the current lineage comes back; and OpenReadOnly's
-// verdict on a crash image is Open's.
+// verdict on a crash image is Open's, with or without VerifyOnOpen. Half
+// the schedules then flip a byte of the closed log (Rot) and check Open,
+// Salvage and Repair on the damage.
 //
 // A Schedule is generated from a Source: a seeded PRNG (Generate with
 // NewSeedSource) or the bytes of a fuzz input (NewByteSource), so the same
@@ -121,6 +123,17 @@ type Schedule struct {
 	Dir         string
 	SegmentSize int64
 	Runs        []Run
+	Rot         *Rot // damage done after the final clean Close (nil: none)
+}
+
+// Rot is damage done to the log once it was closed cleanly at the end of
+// a schedule, as a failing disk or a stray write would: the bits Xor of
+// one byte flipped in one of its files (segments and the first-lsn,
+// truncate-lsn and epoch records).
+type Rot struct {
+	File int  // which file: an index into their sorted names, modulo their number
+	At   int  // which byte: At/65536 of the way through the file's bytes up to its last non-zero one
+	Xor  byte // never 0
 }
 
 // Run is one life of the log: Open with options, operations, an end.
@@ -398,6 +411,12 @@ func Generate(s Source) *Schedule {
 		}
 		sch.Runs = append(sch.Runs, r)
 	}
+	// Drawn last, so that every earlier choice (and so a seed's or a
+	// corpus input's runs) is what it was before rot existed; an input
+	// that runs out of bytes draws none.
+	if s.Intn(2) == 1 {
+		sch.Rot = &Rot{File: s.Intn(256), At: s.Intn(65536), Xor: byte(1 + s.Intn(255))}
+	}
 	return sch
 }
 
@@ -482,5 +501,8 @@ func (s *Schedule) String() string {
 		fmt.Fprintf(&b, "  end: %s\n", r.End)
 	}
 	b.WriteString("final: Open, verify, Close, reopen, verify\n")
+	if rt := s.Rot; rt != nil {
+		fmt.Fprintf(&b, "rot: flip bits %#x of the byte %d/65536 of the way through file %d (sorted, modulo their number); Open, Salvage, Repair, Open, Repair\n", rt.Xor, rt.At, rt.File)
+	}
 	return b.String()
 }

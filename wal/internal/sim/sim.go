@@ -107,6 +107,9 @@ func Execute(sch *Schedule) *Result {
 		r.runIdx, r.opIdx = len(sch.Runs), -1
 		r.final(crash, closedClean)
 	}
+	if !r.stop && sch.Rot != nil {
+		r.rot(*sch.Rot)
+	}
 	return r.res
 }
 
@@ -1305,4 +1308,169 @@ func (r *runner) final(crash EndKind, closedClean bool) {
 		r.tracef("final: empty log")
 	}
 	l2.Close()
+}
+
+// rot damages the cleanly closed log as rt says, then checks what a user
+// of a damaged log meets: Open either reads every record (the byte was
+// one the log does not read) or reports ErrCorrupt, at Open or at the
+// read, and never returns fewer or other records; Salvage reads a prefix
+// of the log; Repair leaves a log that Open accepts and that holds
+// exactly what Salvage read (or refuses with ErrNotRepaired when nothing
+// before the damage can be kept), and a second Repair finds nothing to do.
+func (r *runner) rot(rt Rot) {
+	dir := r.sch.Dir
+	names, err := r.mem.List(dir)
+	if err != nil {
+		r.violate("rot: listing %s: %v", dir, err)
+		return
+	}
+	var files []string
+	for _, n := range names {
+		if strings.HasSuffix(n, ".wal") || n == "first-lsn" || n == "truncate-lsn" || n == "epoch" {
+			files = append(files, n)
+		}
+	}
+	if len(files) == 0 {
+		return
+	}
+	sort.Strings(files)
+	name := files[rt.File%len(files)]
+	path := filepath.Join(dir, name)
+	f, err := r.mem.OpenReadWrite(path, vfs.Fdatasync)
+	if err != nil {
+		r.violate("rot: opening %s: %v", path, err)
+		return
+	}
+	size, err := f.Size()
+	buf := make([]byte, size)
+	if err == nil {
+		_, err = f.ReadAt(buf, 0)
+	}
+	used := len(buf)
+	for used > 0 && buf[used-1] == 0 {
+		used--
+	}
+	if err != nil || used == 0 {
+		f.Close()
+		if err != nil && err != io.EOF {
+			r.violate("rot: reading %s: %v", path, err)
+		}
+		return
+	}
+	at := int64(rt.At) * int64(used) / 65536
+	b := []byte{buf[at] ^ rt.Xor}
+	if _, err := f.WriteAt(b, at); err != nil {
+		r.violate("rot: writing %s: %v", path, err)
+	}
+	f.Close()
+	what := fmt.Sprintf("after rot (%s byte %d ^ %#x)", name, at, rt.Xor)
+	r.tracef("%s", what)
+	want := make([]record, len(r.lineage))
+	for i, e := range r.lineage {
+		want[i] = record{e.lsn, e.data}
+	}
+	opts := r.options(Run{Policy: policy.SyncEveryCommit(), Method: vfs.Fdatasync, Recycle: 2}, r.mem)
+
+	// Open: every record, or ErrCorrupt; never fewer or other records.
+	var recs []record
+	var rerr error
+	if !r.call("Open "+what, nil, func() {
+		l, err := wal.Open(dir, opts)
+		if err != nil {
+			rerr = err
+			return
+		}
+		recs, rerr = readAll(l)
+		l.Close()
+	}) {
+		return
+	}
+	switch {
+	case rerr != nil && !errors.Is(rerr, wal.ErrCorrupt):
+		r.violate("Open %s: %v, not ErrCorrupt", what, rerr)
+		return
+	case rerr == nil && !equalRecs(recs, want):
+		r.violate("Open %s read %s, the log held %s, and reported no damage", what, describe(recs), describe(want))
+		return
+	case rerr != nil && !isPrefix(recs, want):
+		r.violate("Open %s read %s before reporting damage, not a prefix of the log's %s", what, describe(recs), describe(want))
+		return
+	}
+	r.tracef("Open %s: %s, %v", what, describe(recs), rerr)
+	r.reach(rerr != nil, "rot reported as damage")
+
+	// Salvage: a prefix of the log.
+	var salvaged []record
+	var rep wal.SalvageReport
+	var serr error
+	if !r.call("Salvage "+what, nil, func() {
+		rep, serr = wal.Salvage(dir, opts, func(lsn wal.LSN, rec []byte) error {
+			salvaged = append(salvaged, record{lsn, bytes.Clone(rec)})
+			return nil
+		})
+	}) {
+		return
+	}
+	if serr != nil && !errors.Is(serr, fs.ErrNotExist) {
+		r.violate("Salvage %s: %v", what, serr)
+		return
+	}
+	r.tracef("Salvage %s: %s, clean %v, damage %v", what, describe(salvaged), rep.Clean, rep.Damage)
+	if !isPrefix(salvaged, want) {
+		r.violate("Salvage %s read %s, not a prefix of the log's %s (report %+v)", what, describe(salvaged), describe(want), rep)
+		return
+	}
+
+	// Repair: the salvaged prefix, in a log Open accepts.
+	var rr wal.RepairReport
+	var perr error
+	if !r.call("Repair "+what, nil, func() { rr, perr = wal.Repair(dir, opts) }) {
+		return
+	}
+	if perr != nil {
+		if !errors.Is(perr, wal.ErrNotRepaired) {
+			r.violate("Repair %s: %v", what, perr)
+		} else if len(salvaged) > 0 && rerr != nil {
+			r.tracef("Repair %s: %v with %s salvageable", what, perr, describe(salvaged))
+		}
+		return
+	}
+	r.tracef("Repair %s: needed %v, evidence %v, %d records lost", what, rr.Needed, rr.Evidence, rr.LostRecords)
+	r.reach(rr.Needed, "rot repaired")
+	if rr.Needed {
+		want = salvaged
+	}
+	var after []record
+	var aerr error
+	if !r.call("Open after Repair "+what, nil, func() {
+		l, err := wal.Open(dir, opts)
+		if err != nil {
+			aerr = err
+			return
+		}
+		after, aerr = readAll(l)
+		l.Close()
+	}) {
+		return
+	}
+	switch {
+	case aerr != nil && errors.Is(aerr, fs.ErrNotExist) && len(want) == 0:
+	case aerr != nil:
+		r.violate("Open after Repair %s (needed %v): %v", what, rr.Needed, aerr)
+		return
+	case !equalRecs(after, want):
+		r.violate("Open after Repair %s (needed %v) read %s, want %s", what, rr.Needed, describe(after), describe(want))
+		return
+	}
+	if !r.call("second Repair "+what, nil, func() { rr, perr = wal.Repair(dir, opts) }) {
+		return
+	}
+	if perr != nil || rr.Needed {
+		r.violate("a second Repair %s: needed %v, %v", what, rr.Needed, perr)
+	}
+}
+
+// isPrefix reports whether got is want's first len(got) records.
+func isPrefix(got, want []record) bool {
+	return len(got) <= len(want) && equalRecs(got, want[:len(got)])
 }
