@@ -134,6 +134,9 @@ type Rot struct {
 	File int  // which file: an index into their sorted names, modulo their number
 	At   int  // which byte: At/65536 of the way through the file's bytes up to its last non-zero one
 	Xor  byte // never 0
+	// Zero, instead of flipping bits, zeroes the 512-byte sector holding
+	// that byte: a lost or misdirected write, which reads as zeros.
+	Zero bool
 }
 
 // Run is one life of the log: Open with options, operations, an end.
@@ -415,7 +418,7 @@ func Generate(s Source) *Schedule {
 	// corpus input's runs) is what it was before rot existed; an input
 	// that runs out of bytes draws none.
 	if s.Intn(2) == 1 {
-		sch.Rot = &Rot{File: s.Intn(256), At: s.Intn(65536), Xor: byte(1 + s.Intn(255))}
+		sch.Rot = &Rot{File: s.Intn(256), At: s.Intn(65536), Xor: byte(1 + s.Intn(255)), Zero: s.Intn(2) == 1}
 	}
 	return sch
 }
@@ -501,7 +504,9 @@ func (s *Schedule) String() string {
 		fmt.Fprintf(&b, "  end: %s\n", r.End)
 	}
 	b.WriteString("final: Open, verify, Close, reopen, verify\n")
-	if rt := s.Rot; rt != nil {
+	if rt := s.Rot; rt != nil && rt.Zero {
+		fmt.Fprintf(&b, "rot: zero the sector of the byte %d/65536 of the way through file %d (sorted, modulo their number); Open, Salvage, Repair, Open, Repair\n", rt.At, rt.File)
+	} else if rt != nil {
 		fmt.Fprintf(&b, "rot: flip bits %#x of the byte %d/65536 of the way through file %d (sorted, modulo their number); Open, Salvage, Repair, Open, Repair\n", rt.Xor, rt.At, rt.File)
 	}
 	return b.String()
