@@ -747,27 +747,9 @@ func (r *runner) open(run Run, crash EndKind, closedClean bool) (*wal.Log, *inje
 			r.violate("%s: torn bytes after a clean Close: %+v", what, info)
 			return nil, nil
 		}
-		// OpenReadOnly's verdict is Open's
-		switch {
-		case roErr != nil && errors.Is(roErr, fs.ErrNotExist):
-			if len(recs) > 0 {
-				r.violate("%s: OpenReadOnly found no log (%v) where Open read %s", what, roErr, describe(recs))
-				return nil, nil
-			}
-		case roErr != nil:
-			r.violate("%s: OpenReadOnly failed (%v) where Open succeeded", what, roErr)
-			return nil, nil
-		case !equalRecs(roRecs, recs):
-			r.violate("%s: OpenReadOnly read %s, Open %s", what, describe(roRecs), describe(recs))
-			return nil, nil
-		}
-		switch {
-		case vErr != nil && errors.Is(vErr, fs.ErrNotExist) && len(recs) == 0:
-		case vErr != nil:
-			r.violate("%s: OpenReadOnly with VerifyOnOpen failed (%v) where Open succeeded", what, vErr)
-			return nil, nil
-		case !equalRecs(vRecs, recs):
-			r.violate("%s: OpenReadOnly with VerifyOnOpen read %s, Open %s", what, describe(vRecs), describe(recs))
+		// OpenReadOnly's verdict is Open's, with VerifyOnOpen too
+		if !r.sameVerdict(what, "OpenReadOnly", roRecs, roErr, recs) ||
+			!r.sameVerdict(what, "OpenReadOnly with VerifyOnOpen", vRecs, vErr, recs) {
 			return nil, nil
 		}
 		if !r.verify(what, recs, crash, true) {
@@ -778,6 +760,27 @@ func (r *runner) open(run Run, crash EndKind, closedClean bool) (*wal.Log, *inje
 	}
 }
 
+// sameVerdict reports whether a read-only open (name) that read got, or
+// failed with err, reached the verdict of the Open that read recs: no log
+// where Open read none, or the same records. If not, it reports a
+// violation.
+func (r *runner) sameVerdict(what, name string, got []record, err error, recs []record) bool {
+	switch {
+	case err != nil && errors.Is(err, fs.ErrNotExist):
+		if len(recs) > 0 {
+			r.violate("%s: %s found no log (%v) where Open read %s", what, name, err, describe(recs))
+			return false
+		}
+	case err != nil:
+		r.violate("%s: %s failed (%v) where Open succeeded", what, name, err)
+		return false
+	case !equalRecs(got, recs):
+		r.violate("%s: %s read %s, Open %s", what, name, describe(got), describe(recs))
+		return false
+	}
+	return true
+}
+
 // readOnly opens the log in dir with OpenReadOnly and reads every record.
 func readOnly(dir string, opts wal.Options) ([]record, error) {
 	ro, err := wal.OpenReadOnly(dir, opts)
@@ -786,6 +789,18 @@ func readOnly(dir string, opts wal.Options) ([]record, error) {
 	}
 	defer ro.Close()
 	return readAll(ro)
+}
+
+// openAndRead opens the log in dir with Open, reads every record and
+// closes it; info is what Open recovered.
+func openAndRead(dir string, opts wal.Options) (recs []record, info wal.RecoveryInfo, err error) {
+	l, err := wal.Open(dir, opts)
+	if err != nil {
+		return nil, info, err
+	}
+	defer l.Close()
+	recs, err = readAll(l)
+	return recs, l.Recovered(), err
 }
 
 func equalRecs(a, b []record) bool {
@@ -1370,13 +1385,13 @@ func (r *runner) rot(rt Rot) {
 		b = make([]byte, min(512, size-at))
 		what = fmt.Sprintf("after rot (%s bytes %d to %d zeroed)", name, at, at+int64(len(b)))
 		zeroEnd := at + int64(len(b))
-		var firstHit wal.LSN
-		hit, endHit := false, false
+		firstHit := wal.LSN(math.MaxUint64) // the first record frame the zeros touch; none: every record stays
+		endHit := false
 		if strings.HasSuffix(name, ".wal") {
 			wal.InspectSegment(r.mem, path, func(fi wal.FrameInfo) error {
 				touched := !fi.Stray && fi.Offset < zeroEnd && fi.Offset+fi.Size > at
-				if touched && !hit && fi.Kind == wal.FrameRecord {
-					firstHit, hit = fi.LSN, true
+				if touched && fi.Kind == wal.FrameRecord {
+					firstHit = min(firstHit, fi.LSN)
 				}
 				if touched && fi.Kind == wal.FrameEnd {
 					endHit = true
@@ -1386,9 +1401,6 @@ func (r *runner) rot(rt Rot) {
 		}
 		if endHit {
 			keepBefore = firstHit
-			if !hit {
-				keepBefore = math.MaxUint64 // only the end frame: every record stays
-			}
 		}
 	}
 	if _, err := f.WriteAt(b, at); err != nil {
@@ -1406,16 +1418,7 @@ func (r *runner) rot(rt Rot) {
 	var recs []record
 	var rerr error
 	var info wal.RecoveryInfo
-	if !r.call("Open "+what, nil, func() {
-		l, err := wal.Open(dir, opts)
-		if err != nil {
-			rerr = err
-			return
-		}
-		info = l.Recovered()
-		recs, rerr = readAll(l)
-		l.Close()
-	}) {
+	if !r.call("Open "+what, nil, func() { recs, info, rerr = openAndRead(dir, opts) }) {
 		return
 	}
 	cut := rerr == nil && len(recs) < len(want) && isPrefix(recs, want) && want[len(recs)].lsn >= keepBefore
@@ -1482,15 +1485,7 @@ func (r *runner) rot(rt Rot) {
 	}
 	var after []record
 	var aerr error
-	if !r.call("Open after Repair "+what, nil, func() {
-		l, err := wal.Open(dir, opts)
-		if err != nil {
-			aerr = err
-			return
-		}
-		after, aerr = readAll(l)
-		l.Close()
-	}) {
+	if !r.call("Open after Repair "+what, nil, func() { after, _, aerr = openAndRead(dir, opts) }) {
 		return
 	}
 	switch {
